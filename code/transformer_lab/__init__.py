@@ -1,0 +1,16 @@
+"""transformer_lab: "Attention Is All You Need" (Vaswani et al., 2017) in tested PyTorch.
+
+Modules follow the paper (and the slides) in order; this file only re-exports them.
+"""
+
+from .embeddings import TokenEmbedding
+from .positional_encoding import (
+    LearnedPositionalEncoding,
+    PositionalEncoding,
+    relative_position_map,
+    sinusoidal_positional_encoding,
+)
+from .attention import attention_weights, scaled_dot_product_attention
+from .masks import causal_mask, padding_mask
+
+__version__ = "0.1.0"

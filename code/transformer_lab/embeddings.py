@@ -1,0 +1,76 @@
+"""Token embeddings (Section 3.4 of Vaswani et al., 2017).
+
+"We use learned embeddings to convert the input tokens and output tokens to vectors of
+dimension d_model. [...] In the embedding layers, we multiply those weights by
+sqrt(d_model)."
+
+Shapes: B batch, L sequence length, D d_model, V vocabulary.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor, nn
+
+
+def check_token_ids(tokens: Tensor, vocab_size: int, name: str = "tokens") -> None:
+    """Raise a clear error unless ``tokens`` is an integer tensor with ids in [0, vocab_size)."""
+    if not isinstance(tokens, Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor of token ids, got {type(tokens).__name__}")
+    if tokens.dtype.is_floating_point or tokens.dtype.is_complex or tokens.dtype == torch.bool:
+        raise TypeError(f"{name} must hold integer token ids (torch.long), got dtype {tokens.dtype}")
+    if tokens.numel() == 0:
+        return
+    low, high = int(tokens.min()), int(tokens.max())
+    if low < 0 or high >= vocab_size:
+        bad = low if low < 0 else high
+        raise ValueError(
+            f"{name} must hold ids in [0, {vocab_size}) for vocab_size={vocab_size}, got id {bad}"
+        )
+
+
+class TokenEmbedding(nn.Module):
+    """Look up each token's vector and scale it by sqrt(d_model) (Section 3.4).
+
+    ``forward(tokens (B, L)) -> (B, L, D)``: ``E[tokens] * sqrt(d_model)``.
+
+    The matrix ``E`` (``self.weight``, shape (V, D)) starts from N(0, 1/d_model), so that
+    the scaled embeddings have unit variance, the scale the sinusoidal positions have
+    too. The same matrix can serve as the pre-softmax projection (weight tying,
+    Section 3.4); ``padding_idx`` keeps that token's row at zero and out of the gradient.
+    """
+
+    def __init__(self, vocab_size: int, d_model: int, padding_idx: int | None = None):
+        super().__init__()
+        if not isinstance(vocab_size, int) or vocab_size < 1:
+            raise ValueError(f"vocab_size must be a positive int, got {vocab_size!r}")
+        if not isinstance(d_model, int) or d_model < 1:
+            raise ValueError(f"d_model must be a positive int, got {d_model!r}")
+        if padding_idx is not None and not 0 <= padding_idx < vocab_size:
+            raise ValueError(f"padding_idx must be in [0, {vocab_size}), got {padding_idx}")
+        self.vocab_size = vocab_size
+        self.d_model = d_model
+        self.padding_idx = padding_idx
+        self.embedding = nn.Embedding(vocab_size, d_model, padding_idx=padding_idx)
+        self.scale = math.sqrt(d_model)
+        self.reset_parameters()
+
+    @property
+    def weight(self) -> nn.Parameter:
+        """The (V, D) embedding matrix E."""
+        return self.embedding.weight
+
+    def reset_parameters(self) -> None:
+        nn.init.normal_(self.embedding.weight, mean=0.0, std=self.d_model**-0.5)
+        if self.padding_idx is not None:
+            with torch.no_grad():
+                self.embedding.weight[self.padding_idx].zero_()
+
+    def forward(self, tokens: Tensor) -> Tensor:
+        check_token_ids(tokens, self.vocab_size)
+        return self.embedding(tokens) * self.scale  # (B, L, D)
+
+    def extra_repr(self) -> str:
+        return f"vocab_size={self.vocab_size}, d_model={self.d_model}, padding_idx={self.padding_idx}"
