@@ -12,5 +12,6 @@ from .positional_encoding import (
 )
 from .attention import attention_weights, scaled_dot_product_attention
 from .masks import causal_mask, padding_mask
+from .training import LabelSmoothingLoss, noam_learning_rate
 
 __version__ = "0.1.0"
