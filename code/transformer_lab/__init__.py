@@ -12,6 +12,11 @@ from .positional_encoding import (
 )
 from .attention import attention_weights, scaled_dot_product_attention
 from .masks import causal_mask, padding_mask
+from .multi_head_attention import KVCache, MultiHeadAttention
+from .feed_forward import PositionwiseFeedForward
+from .layers import Decoder, DecoderCache, DecoderLayer, Encoder, EncoderLayer
+from .model import Transformer, TransformerConfig, count_parameters
 from .training import LabelSmoothingLoss, noam_learning_rate
+from .decoding import beam_search, gnmt_length_penalty, greedy_decode
 
 __version__ = "0.1.0"

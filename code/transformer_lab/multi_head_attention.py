@@ -1,0 +1,178 @@
+"""Multi-head attention (Section 3.2.2 of Vaswani et al., 2017).
+
+    MultiHead(Q, K, V) = Concat(head_1, ..., head_h) W^O
+    head_i = Attention(Q W_i^Q, K W_i^K, V W_i^V)
+
+"Multi-head attention allows the model to jointly attend to information from different
+representation subspaces at different positions." The h heads are computed at once: one
+(D, H*K) projection whose output is split into heads, which costs the same as one
+full-width head when d_k = d_v = d_model / h.
+
+Shapes: B batch, T queries, S keys/values, D d_model, H heads, K d_k, Kv d_v.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor, nn
+
+from .attention import scaled_dot_product_attention
+
+
+@dataclass
+class KVCache:
+    """Projected keys and values of one attention layer kept between decoding steps.
+
+    ``k``: (B, H, S, K), ``v``: (B, H, S, Kv). Self-attention caches grow by one step per
+    decoded token; cross-attention caches (``static=True``) are computed once from the
+    encoder's memory and reused.
+    """
+
+    k: Tensor | None = None
+    v: Tensor | None = None
+    static: bool = False
+
+    @property
+    def length(self) -> int:
+        return 0 if self.k is None else self.k.size(-2)
+
+    def reorder(self, index: Tensor) -> None:
+        """Keep the batch rows ``index`` (beam search reorders hypotheses)."""
+        if self.k is not None:
+            self.k = self.k.index_select(0, index)
+            self.v = self.v.index_select(0, index)
+
+
+def as_attention_mask(mask: Tensor | None) -> Tensor | None:
+    """Lift a (T, S) or (B, T, S) mask to broadcast over heads: (.., 1 or B, 1 or H, T, S)."""
+    if mask is None or mask.dim() != 3:
+        return mask  # (T, S) and (B, *, T, S) already broadcast against (B, H, T, S)
+    return mask.unsqueeze(1)  # (B, 1, T, S)
+
+
+class MultiHeadAttention(nn.Module):
+    """Multi-head attention, Section 3.2.2; the paper uses h = 8, d_k = d_v = 64.
+
+    ``forward(query (B, T, D), key (B, S, D), value (B, S, D), mask=None,
+    need_weights=False) -> (output (B, T, D), weights (B, H, T, S) or None)``.
+
+    ``mask``: boolean, True = may attend, of shape (T, S), (B, T, S) or anything that
+    broadcasts to (B, H, T, S). ``d_k`` and ``d_v`` default independently to
+    ``d_model // num_heads`` (Table 3 rows A-C vary them). Projections are
+    ``w_q, w_k, w_v`` (D -> H*K, H*K, H*Kv) and ``w_o`` (H*Kv -> D), initialised
+    Xavier-uniform with zero biases (the paper does not specify an initialisation).
+    """
+
+    def __init__(
+        self,
+        d_model: int,
+        num_heads: int,
+        d_k: int | None = None,
+        d_v: int | None = None,
+        dropout: float = 0.0,
+        bias: bool = True,
+    ):
+        super().__init__()
+        for name, value in (("d_model", d_model), ("num_heads", num_heads)):
+            if not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive int, got {value!r}")
+        if (d_k is None or d_v is None) and d_model % num_heads:
+            raise ValueError(
+                f"d_model={d_model} must be divisible by num_heads={num_heads} "
+                f"(or give d_k and d_v explicitly)"
+            )
+        d_k = d_model // num_heads if d_k is None else d_k
+        d_v = d_model // num_heads if d_v is None else d_v
+        for name, value in (("d_k", d_k), ("d_v", d_v)):
+            if not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive int, got {value!r}")
+        if not 0.0 <= dropout < 1.0:
+            raise ValueError(f"dropout must be in [0, 1), got {dropout}")
+        self.d_model, self.num_heads, self.d_k, self.d_v = d_model, num_heads, d_k, d_v
+        self.dropout = dropout
+        self.w_q = nn.Linear(d_model, num_heads * d_k, bias=bias)
+        self.w_k = nn.Linear(d_model, num_heads * d_k, bias=bias)
+        self.w_v = nn.Linear(d_model, num_heads * d_v, bias=bias)
+        self.w_o = nn.Linear(num_heads * d_v, d_model, bias=bias)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        for linear in (self.w_q, self.w_k, self.w_v, self.w_o):
+            nn.init.xavier_uniform_(linear.weight)
+            if linear.bias is not None:
+                nn.init.zeros_(linear.bias)
+
+    def split_heads(self, x: Tensor, head_dim: int) -> Tensor:
+        """(B, L, H*head_dim) -> (B, H, L, head_dim): each head gets its own slice of features."""
+        batch, length, _ = x.shape
+        return x.view(batch, length, self.num_heads, head_dim).transpose(1, 2)  # (B, H, L, hd)
+
+    def merge_heads(self, x: Tensor) -> Tensor:
+        """(B, H, T, Kv) -> (B, T, H*Kv): Concat(head_1, ..., head_h) along the features."""
+        batch, _, length, _ = x.shape
+        return x.transpose(1, 2).reshape(batch, length, self.num_heads * self.d_v)  # (B, T, H*Kv)
+
+    def _check_input(self, name: str, x: Tensor) -> None:
+        if not isinstance(x, Tensor):
+            raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
+        if x.dim() != 3 or x.size(-1) != self.d_model:
+            raise ValueError(
+                f"{name} must have shape (B, L, d_model={self.d_model}), got {tuple(x.shape)}"
+            )
+
+    def forward(
+        self,
+        query: Tensor,
+        key: Tensor,
+        value: Tensor,
+        mask: Tensor | None = None,
+        need_weights: bool = False,
+        cache: KVCache | None = None,
+    ) -> tuple[Tensor, Tensor | None]:
+        """Attend from ``query`` to ``key``/``value``; see the class docstring for shapes.
+
+        ``cache`` (incremental decoding): a self-attention cache appends this step's keys
+        and values to the stored ones; a static (cross-attention) cache projects
+        ``key``/``value`` on its first use and reuses them afterwards.
+        """
+        self._check_input("query", query)
+        if cache is None or not (cache.static and cache.k is not None):
+            self._check_input("key", key)
+            self._check_input("value", value)
+            if key.shape[:2] != value.shape[:2]:
+                raise ValueError(
+                    f"key and value must share (B, S), got key {tuple(key.shape)} "
+                    f"and value {tuple(value.shape)}"
+                )
+            if query.size(0) != key.size(0):
+                raise ValueError(
+                    f"query and key must have the same batch size, got {query.size(0)} and {key.size(0)}"
+                )
+        q = self.split_heads(self.w_q(query), self.d_k)  # (B, H, T, K)
+        if cache is not None and cache.static and cache.k is not None:
+            k, v = cache.k, cache.v  # (B, H, S, K), (B, H, S, Kv): computed at the first step
+        else:
+            k = self.split_heads(self.w_k(key), self.d_k)  # (B, H, S, K)
+            v = self.split_heads(self.w_v(value), self.d_v)  # (B, H, S, Kv)
+            if cache is not None:
+                if not cache.static and cache.k is not None:
+                    k = torch.cat([cache.k, k], dim=2)  # (B, H, S_past + S, K)
+                    v = torch.cat([cache.v, v], dim=2)  # (B, H, S_past + S, Kv)
+                cache.k, cache.v = k, v
+        heads, weights = scaled_dot_product_attention(
+            q,
+            k,
+            v,
+            mask=as_attention_mask(mask),
+            dropout_p=self.dropout if self.training else 0.0,
+            need_weights=need_weights,
+        )  # (B, H, T, Kv), (B, H, T, S)
+        return self.w_o(self.merge_heads(heads)), weights  # (B, T, D)
+
+    def extra_repr(self) -> str:
+        return (
+            f"d_model={self.d_model}, num_heads={self.num_heads}, d_k={self.d_k}, "
+            f"d_v={self.d_v}, dropout={self.dropout}"
+        )

@@ -1,0 +1,33 @@
+"""Shared fixtures: a fixed seed for every test, and the devices to run on.
+
+Sizes in tests are deliberately unequal (B=2, S=7, T=5, D=12, H=3) so that a swapped
+axis cannot pass by accident.
+"""
+
+import pytest
+import torch
+
+DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+
+
+@pytest.fixture(autouse=True)
+def seed():
+    torch.manual_seed(0)
+    return 0
+
+
+@pytest.fixture(params=DEVICES)
+def device(request):
+    return torch.device(request.param)
+
+
+def torch_attn_mask(mask):
+    """Our masks say True = may attend; nn.MultiheadAttention's say True = blocked."""
+    return None if mask is None else ~mask
+
+
+def pytest_collection_modifyitems(config, items):
+    skip_cuda = pytest.mark.skip(reason="needs a CUDA device")
+    for item in items:
+        if "cuda" in item.keywords and not torch.cuda.is_available():
+            item.add_marker(skip_cuda)

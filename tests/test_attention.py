@@ -1,0 +1,140 @@
+"""Section 3.2.1, equation (1): Attention(Q, K, V) = softmax(Q K^T / sqrt(d_k)) V."""
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import transformer_lab as tl
+
+B, H, T, S, K, V = 2, 3, 5, 7, 4, 6
+
+
+def qkv(dtype=torch.float32, device="cpu"):
+    q = torch.randn(B, H, T, K, dtype=dtype, device=device)
+    k = torch.randn(B, H, S, K, dtype=dtype, device=device)
+    v = torch.randn(B, H, S, V, dtype=dtype, device=device)
+    return q, k, v
+
+
+def random_mask(*shape):
+    mask = torch.rand(*shape) > 0.4
+    mask[..., 0] = True  # every query sees at least one key
+    return mask
+
+
+def test_a_hand_computed_example():
+    # d_k = 4: scores are q.k / 2. One key matches (q.k = 4, score 2), one does not (score 0).
+    q = torch.ones(1, 4)
+    k = torch.tensor([[1.0, 1.0, 1.0, 1.0], [0.0, 0.0, 0.0, 0.0]])
+    v = torch.tensor([[10.0], [0.0]])
+    out, w = tl.scaled_dot_product_attention(q, k, v, need_weights=True)
+    expected = math.exp(2) / (math.exp(2) + 1)  # dividing by d_k = 4 instead would give e/(e+1)
+    assert w[0, 0].item() == pytest.approx(expected)
+    assert out.item() == pytest.approx(10 * expected)
+
+
+@pytest.mark.parametrize("with_mask", [False, True])
+def test_explicit_path_matches_pytorch(device, with_mask):
+    q, k, v = qkv(device=device)
+    mask = random_mask(B, 1, T, S).to(device) if with_mask else None
+    ours, _ = tl.scaled_dot_product_attention(q, k, v, mask, need_weights=True)
+    theirs = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    torch.testing.assert_close(ours, theirs)
+
+
+@pytest.mark.parametrize("mask_shape", [None, (T, S), (B, 1, 1, S), (B, H, T, S)])
+def test_explicit_and_fused_paths_agree(device, mask_shape):
+    q, k, v = qkv(device=device)
+    mask = random_mask(*mask_shape).to(device) if mask_shape else None
+    explicit, weights = tl.scaled_dot_product_attention(q, k, v, mask, need_weights=True)
+    fused, none = tl.scaled_dot_product_attention(q, k, v, mask)
+    assert none is None and weights.shape == (B, H, T, S)
+    torch.testing.assert_close(explicit, fused)
+
+
+@settings(max_examples=30, deadline=None)
+@given(t=st.integers(1, 9), s=st.integers(1, 9), d=st.integers(1, 8), seed=st.integers(0, 10_000))
+def test_weights_are_a_distribution_over_the_visible_keys(t, s, d, seed):
+    g = torch.Generator().manual_seed(seed)
+    q, k = torch.randn(2, t, d, generator=g) * 3, torch.randn(2, s, d, generator=g) * 3
+    mask = torch.rand(2, t, s, generator=g) > 0.5
+    mask[:, :, -1] = True
+    w = tl.attention_weights(q, k, mask)
+    assert torch.all(w >= 0)
+    assert torch.all(w[~mask] == 0), "masked keys get exactly zero weight"
+    torch.testing.assert_close(w.sum(-1), torch.ones(2, t))  # softmax over the keys, not the queries
+
+
+def test_masking_happens_before_the_softmax():
+    # Masking after the softmax would zero the weight but leave the row summing to less than 1.
+    q, k = torch.randn(1, 3, 4), torch.randn(1, 6, 4)
+    mask = torch.tensor([True, True, False, True, False, False]).expand(3, 6)
+    w = tl.attention_weights(q, k, mask)
+    torch.testing.assert_close(w.sum(-1), torch.ones(1, 3))
+    torch.testing.assert_close(w[..., mask[0]], torch.softmax(q @ k[:, mask[0]].mT / 2, dim=-1))
+
+
+def test_scores_are_divided_by_sqrt_d_k():
+    # With unit-variance q and k, q.k has variance d_k; the scaled scores have variance 1.
+    d_k = 256
+    q, k = torch.randn(1, 512, d_k), torch.randn(1, 512, d_k)
+    w = tl.attention_weights(q, k)
+    scores = torch.log(w) - torch.log(w).mean(-1, keepdim=True)  # log-softmax up to a constant
+    assert scores.var().item() == pytest.approx(1.0, rel=0.1)
+
+
+@pytest.mark.parametrize("need_weights", [False, True])
+def test_a_fully_masked_row_gives_zero_output_not_nan(device, need_weights):
+    q, k, v = qkv(device=device)
+    mask = random_mask(B, H, T, S).to(device)
+    mask[0, 1, 2] = False  # query 2 of head 1 in example 0 may see nothing
+    out, w = tl.scaled_dot_product_attention(q, k, v, mask, need_weights=need_weights)
+    assert torch.isfinite(out).all()
+    assert torch.all(out[0, 1, 2] == 0)
+    if need_weights:
+        assert torch.all(w[0, 1, 2] == 0)
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.bfloat16])
+def test_dtypes(dtype):
+    q, k, v = qkv(dtype)
+    mask = random_mask(T, S)
+    explicit, w = tl.scaled_dot_product_attention(q, k, v, mask, need_weights=True)
+    fused, _ = tl.scaled_dot_product_attention(q, k, v, mask)
+    assert explicit.dtype == w.dtype == dtype
+    tol = dict(atol=2e-2, rtol=2e-2) if dtype == torch.bfloat16 else {}
+    torch.testing.assert_close(explicit, fused, **tol)
+
+
+def test_weights_are_returned_before_dropout_and_dropout_acts_in_the_product():
+    q, k, v = qkv()
+    torch.manual_seed(1)
+    out, w = tl.scaled_dot_product_attention(q, k, v, dropout_p=0.5, need_weights=True)
+    torch.testing.assert_close(w.sum(-1), torch.ones(B, H, T))
+    plain, _ = tl.scaled_dot_product_attention(q, k, v, need_weights=True)
+    assert not torch.allclose(out, plain)
+
+
+def test_bad_masks_and_shapes_are_named():
+    q, k, v = qkv()
+    with pytest.raises(TypeError, match="mask must be a boolean tensor"):
+        tl.scaled_dot_product_attention(q, k, v, torch.ones(T, S))
+    with pytest.raises(ValueError, match=r"mask of shape \(5, 5\) does not broadcast"):
+        tl.scaled_dot_product_attention(q, k, v, torch.ones(T, T, dtype=torch.bool))
+    with pytest.raises(ValueError, match="query and key must share d_k"):
+        tl.scaled_dot_product_attention(q, v, v)
+    with pytest.raises(ValueError, match="dropout_p"):
+        tl.scaled_dot_product_attention(q, k, v, dropout_p=1.0)
+
+
+@pytest.mark.cuda
+def test_float16_on_cuda():
+    q, k, v = qkv(torch.float16, "cuda")
+    mask = random_mask(T, S).cuda()
+    explicit, _ = tl.scaled_dot_product_attention(q, k, v, mask, need_weights=True)
+    fused, _ = tl.scaled_dot_product_attention(q, k, v, mask)
+    torch.testing.assert_close(explicit, fused, atol=2e-3, rtol=2e-3)
