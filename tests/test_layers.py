@@ -1,0 +1,122 @@
+"""Section 3.1: LayerNorm(x + Sublayer(x)) around every sub-layer; N identical layers."""
+
+import pytest
+import torch
+from torch import nn
+
+import transformer_lab as tl
+from conftest import torch_attn_mask
+from test_multi_head_attention import copy_into_torch, randomise_biases
+
+B, S, T, D, H, F = 2, 7, 5, 12, 3, 20
+
+
+def copy_mha(ours, theirs):
+    theirs.load_state_dict(copy_into_torch(ours).state_dict())
+
+
+def copy_encoder_layer(ours: tl.EncoderLayer, ref: nn.TransformerEncoderLayer):
+    copy_mha(ours.self_attn, ref.self_attn)
+    ref.linear1.load_state_dict(ours.feed_forward.w_1.state_dict())
+    ref.linear2.load_state_dict(ours.feed_forward.w_2.state_dict())
+    ref.norm1.load_state_dict(ours.norm1.state_dict())
+    ref.norm2.load_state_dict(ours.norm2.state_dict())
+
+
+def copy_decoder_layer(ours: tl.DecoderLayer, ref: nn.TransformerDecoderLayer):
+    copy_mha(ours.self_attn, ref.self_attn)
+    copy_mha(ours.cross_attn, ref.multihead_attn)
+    ref.linear1.load_state_dict(ours.feed_forward.w_1.state_dict())
+    ref.linear2.load_state_dict(ours.feed_forward.w_2.state_dict())
+    for i in (1, 2, 3):
+        getattr(ref, f"norm{i}").load_state_dict(getattr(ours, f"norm{i}").state_dict())
+
+
+def randomise_norms(module):
+    with torch.no_grad():
+        for m in module.modules():
+            if isinstance(m, nn.LayerNorm):
+                m.weight.uniform_(0.5, 1.5)
+                m.bias.normal_(0, 0.1)
+    return module
+
+
+def source_padding():
+    keep = torch.ones(B, S, dtype=torch.bool)
+    keep[0, -3:] = False
+    return keep
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_encoder_layer_matches_nn_transformer_encoder_layer(norm_first):
+    ours = randomise_norms(randomise_biases(tl.EncoderLayer(D, H, F, norm_first=norm_first))).eval()
+    ref = nn.TransformerEncoderLayer(D, H, F, dropout=0.1, batch_first=True, norm_first=norm_first).eval()
+    copy_encoder_layer(ours, ref)
+    x, keep = torch.randn(B, S, D), source_padding()
+    out = ours(x, tl.padding_mask(keep.long(), 0))
+    torch.testing.assert_close(out, ref(x, src_key_padding_mask=torch_attn_mask(keep)))
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_decoder_layer_matches_nn_transformer_decoder_layer(norm_first):
+    ours = randomise_norms(randomise_biases(tl.DecoderLayer(D, H, F, norm_first=norm_first))).eval()
+    ref = nn.TransformerDecoderLayer(D, H, F, dropout=0.1, batch_first=True, norm_first=norm_first).eval()
+    copy_decoder_layer(ours, ref)
+    x, memory, keep = torch.randn(B, T, D), torch.randn(B, S, D), source_padding()
+    out = ours(x, memory, tgt_mask=tl.causal_mask(T), memory_mask=tl.padding_mask(keep.long(), 0))
+    expected = ref(
+        x, memory,
+        tgt_mask=torch_attn_mask(tl.causal_mask(T)),
+        memory_key_padding_mask=torch_attn_mask(keep),
+    )
+    torch.testing.assert_close(out, expected)
+
+
+def silence_sublayers(layer):
+    with torch.no_grad():
+        for m in layer.modules():
+            if isinstance(m, tl.MultiHeadAttention):
+                m.w_o.weight.zero_(), m.w_o.bias.zero_()
+            if isinstance(m, tl.PositionwiseFeedForward):
+                m.w_2.weight.zero_(), m.w_2.bias.zero_()
+    return layer
+
+
+def test_the_residual_connection_carries_the_input_past_silent_sublayers():
+    # Sublayer(x) = 0, so post-LN gives LayerNorm(x + 0) at every step: the input survives.
+    # Without the residual connection the output would be LayerNorm(0): all zeros.
+    def ln(x, times):
+        for _ in range(times):
+            x = nn.functional.layer_norm(x, (D,))
+        return x
+
+    layer = silence_sublayers(tl.EncoderLayer(D, H, F)).eval()
+    x = torch.randn(B, S, D)
+    torch.testing.assert_close(layer(x), ln(x, 2))  # two sub-layers, two LayerNorms
+    decoder_layer = silence_sublayers(tl.DecoderLayer(D, H, F)).eval()
+    y = torch.randn(B, T, D)
+    torch.testing.assert_close(decoder_layer(y, x), ln(y, 3))
+    pre_ln = silence_sublayers(tl.EncoderLayer(D, H, F, norm_first=True)).eval()
+    torch.testing.assert_close(pre_ln(x), x)
+
+
+def test_post_ln_stacks_have_no_final_norm_and_pre_ln_stacks_do():
+    assert tl.Encoder(2, D, H, F).norm is None
+    assert isinstance(tl.Encoder(2, D, H, F, norm_first=True).norm, nn.LayerNorm)
+    assert isinstance(tl.Decoder(2, D, H, F, norm_first=True).norm, nn.LayerNorm)
+
+
+def test_stacks_return_weights_of_every_layer_when_asked():
+    encoder, decoder = tl.Encoder(3, D, H, F).eval(), tl.Decoder(3, D, H, F).eval()
+    memory, enc_w = encoder(torch.randn(B, S, D), need_weights=True)
+    out, dec_w = decoder(torch.randn(B, T, D), memory, tgt_mask=tl.causal_mask(T), need_weights=True)
+    assert len(enc_w) == len(dec_w) == 3
+    assert enc_w[0].shape == (B, H, S, S)
+    assert dec_w[2][0].shape == (B, H, T, T) and dec_w[2][1].shape == (B, H, T, S)
+    assert torch.all(dec_w[0][0].triu(1) == 0), "masked self-attention never looks ahead"
+    assert out.shape == (B, T, D)
+
+
+def test_layers_in_a_stack_have_their_own_parameters():
+    encoder = tl.Encoder(2, D, H, F)
+    assert tl.count_parameters(encoder) == 2 * tl.count_parameters(tl.EncoderLayer(D, H, F))

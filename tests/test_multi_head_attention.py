@@ -1,0 +1,153 @@
+"""Section 3.2.2: MultiHead(Q, K, V) = Concat(head_1, ..., head_h) W^O."""
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from torch import nn
+
+import transformer_lab as tl
+from conftest import torch_attn_mask
+
+B, S, T, D, H = 2, 7, 5, 12, 3
+
+
+def copy_into_torch(ours: tl.MultiHeadAttention) -> nn.MultiheadAttention:
+    ref = nn.MultiheadAttention(ours.d_model, ours.num_heads, batch_first=True)
+    with torch.no_grad():
+        ref.in_proj_weight.copy_(torch.cat([ours.w_q.weight, ours.w_k.weight, ours.w_v.weight]))
+        ref.in_proj_bias.copy_(torch.cat([ours.w_q.bias, ours.w_k.bias, ours.w_v.bias]))
+        ref.out_proj.weight.copy_(ours.w_o.weight)
+        ref.out_proj.bias.copy_(ours.w_o.bias)
+    return ref.eval()
+
+
+def randomise_biases(module):
+    with torch.no_grad():
+        for name, p in module.named_parameters():
+            if name.endswith("bias"):
+                p.normal_()
+    return module
+
+
+@pytest.mark.parametrize("kind", ["self", "cross"])
+@pytest.mark.parametrize("with_mask", [False, True])
+def test_matches_nn_multihead_attention(kind, with_mask):
+    ours = randomise_biases(tl.MultiHeadAttention(D, H)).eval()
+    ref = copy_into_torch(ours)
+    x = torch.randn(B, T, D)
+    memory = x if kind == "self" else torch.randn(B, S, D)
+    src_len = memory.size(1)
+    key_padding = torch.ones(B, src_len, dtype=torch.bool)
+    key_padding[1, -2:] = False  # example 1 has two padding positions
+    attn = tl.causal_mask(T) if kind == "self" else torch.ones(T, src_len, dtype=torch.bool)
+    mask = (key_padding[:, None, :] & attn) if with_mask else None  # (B, T, S)
+    out, w = ours(x, memory, memory, mask=mask, need_weights=True)
+    ref_out, ref_w = ref(
+        x, memory, memory,
+        key_padding_mask=torch_attn_mask(key_padding) if with_mask else None,
+        attn_mask=torch_attn_mask(attn) if with_mask else None,
+        need_weights=True, average_attn_weights=False,
+    )
+    torch.testing.assert_close(out, ref_out)
+    torch.testing.assert_close(w, ref_w)
+    fused, _ = ours(x, memory, memory, mask=mask)
+    torch.testing.assert_close(fused, ref_out)
+
+
+def reference_per_head(mha, query, key, value):
+    """The paper's equation, head by head: slice each projection, attend, concatenate."""
+    heads = []
+    for i in range(mha.num_heads):
+        rows_k = slice(i * mha.d_k, (i + 1) * mha.d_k)
+        rows_v = slice(i * mha.d_v, (i + 1) * mha.d_v)
+        q = query @ mha.w_q.weight[rows_k].T + mha.w_q.bias[rows_k]
+        k = key @ mha.w_k.weight[rows_k].T + mha.w_k.bias[rows_k]
+        v = value @ mha.w_v.weight[rows_v].T + mha.w_v.bias[rows_v]
+        w = torch.softmax(q @ k.mT / mha.d_k**0.5, dim=-1)
+        heads.append(w @ v)
+    return mha.w_o(torch.cat(heads, dim=-1))  # Concat(head_1, ..., head_h) W^O
+
+
+@pytest.mark.parametrize("d_k, d_v", [(None, None), (2, 6), (8, None), (None, 5)])
+def test_heads_are_split_and_concatenated_along_the_feature_axis(d_k, d_v):
+    mha = randomise_biases(tl.MultiHeadAttention(D, H, d_k=d_k, d_v=d_v))
+    q, kv = torch.randn(B, T, D), torch.randn(B, S, D)
+    out, w = mha(q, kv, kv, need_weights=True)
+    torch.testing.assert_close(out, reference_per_head(mha, q, kv, kv))
+    assert w.shape == (B, H, T, S)
+
+
+def test_d_k_and_d_v_default_independently():
+    mha = tl.MultiHeadAttention(D, H, d_k=8)
+    assert (mha.d_k, mha.d_v) == (8, D // H)
+    mha = tl.MultiHeadAttention(D, H, d_v=2)
+    assert (mha.d_k, mha.d_v) == (D // H, 2)
+    assert mha.w_o.in_features == H * 2
+
+
+def test_all_four_projections_are_registered_parameters():
+    # Projections kept in a plain Python list would be invisible to .parameters(),
+    # the optimizer, .to(device) and state_dict.
+    mha = tl.MultiHeadAttention(D, H, d_k=2, d_v=6)
+    expected = (D * H * 2 + H * 2) * 2 + (D * H * 6 + H * 6) + (H * 6 * D + D)
+    assert tl.count_parameters(mha) == expected
+    assert {k.split(".")[0] for k in mha.state_dict()} == {"w_q", "w_k", "w_v", "w_o"}
+    out, _ = mha(torch.randn(B, T, D), torch.randn(B, S, D), torch.randn(B, S, D))
+    out.sum().backward()
+    assert all(p.grad is not None and p.grad.abs().sum() > 0 for p in mha.parameters())
+
+
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 10_000))
+def test_self_attention_without_positions_is_permutation_equivariant(seed):
+    torch.manual_seed(seed)
+    mha = tl.MultiHeadAttention(D, H).eval()
+    x = torch.randn(B, S, D)
+    perm = torch.randperm(S)
+    out, _ = mha(x, x, x)
+    out_perm, _ = mha(x[:, perm], x[:, perm], x[:, perm])
+    torch.testing.assert_close(out_perm, out[:, perm])
+
+
+@pytest.mark.parametrize("shape", [(T, T), (B, T, T), (B, 1, T, T), (B, H, T, T)])
+def test_masks_of_every_documented_rank_are_accepted(shape):
+    mha = tl.MultiHeadAttention(D, H).eval()
+    x = torch.randn(B, T, D)
+    mask = tl.causal_mask(T).expand(shape)
+    out, _ = mha(x, x, x, mask=mask)
+    expected, _ = mha(x, x, x, mask=tl.causal_mask(T))
+    torch.testing.assert_close(out, expected)
+
+
+def test_incremental_self_attention_with_a_cache_equals_full_causal_attention():
+    mha = tl.MultiHeadAttention(D, H).eval()
+    x = torch.randn(B, T, D)
+    full, _ = mha(x, x, x, mask=tl.causal_mask(T))
+    cache = tl.KVCache()
+    steps = [mha(x[:, t : t + 1], x[:, t : t + 1], x[:, t : t + 1], cache=cache)[0] for t in range(T)]
+    torch.testing.assert_close(torch.cat(steps, dim=1), full)
+    assert cache.length == T
+
+
+def test_cross_attention_cache_projects_the_memory_once():
+    mha = tl.MultiHeadAttention(D, H).eval()
+    memory = torch.randn(B, S, D)
+    cache = tl.KVCache(static=True)
+    first, _ = mha(torch.randn(B, 1, D), memory, memory, cache=cache)
+    k = cache.k
+    mha(torch.randn(B, 1, D), memory, memory, cache=cache)
+    assert cache.k is k and cache.length == S
+
+
+def test_bad_arguments_are_named():
+    with pytest.raises(ValueError, match="d_model=10 must be divisible by num_heads=3"):
+        tl.MultiHeadAttention(10, 3)
+    tl.MultiHeadAttention(10, 3, d_k=4, d_v=4)  # allowed when both are given
+    mha = tl.MultiHeadAttention(D, H)
+    with pytest.raises(ValueError, match=r"query must have shape \(B, L, d_model=12\), got \(2, 5, 10\)"):
+        mha(torch.randn(B, T, 10), torch.randn(B, S, D), torch.randn(B, S, D))
+    with pytest.raises(ValueError, match="same batch size"):
+        mha(torch.randn(B, T, D), torch.randn(3, S, D), torch.randn(3, S, D))
+    with pytest.raises(TypeError, match="boolean"):
+        mha(torch.randn(B, T, D), torch.randn(B, S, D), torch.randn(B, S, D), mask=torch.ones(T, S))
