@@ -1,0 +1,220 @@
+"""Speed of transformer_lab against PyTorch's built-in modules, side by side.
+
+Every comparison runs ours and PyTorch's in the same process, interleaved round by round,
+and reports medians and the ratio ours / PyTorch (below 1.0: ours is faster). The machine
+is shared and noisy, so only ratios of interleaved runs mean much; absolute times are for
+orientation.
+
+    python benchmarks/bench_speed.py            # the full set (about 2-3 minutes on 2 cores)
+    python benchmarks/bench_speed.py --quick    # fewer repeats, smaller sizes (a smoke test)
+    python benchmarks/bench_speed.py --json out.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+import transformer_lab as tl
+
+
+def timed(fn, device) -> float:
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+    start = time.perf_counter()
+    fn()
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+    return time.perf_counter() - start
+
+
+def compare(ours, theirs, rounds: int, device, warmup: int = 2) -> tuple[float, float, float]:
+    """Median seconds of ``ours`` and ``theirs`` over interleaved rounds, and the median
+    of the per-round ratios."""
+    for _ in range(warmup):
+        ours(), theirs()
+    a, b, ratios = [], [], []
+    for i in range(rounds):
+        if i % 2:  # alternate who goes first
+            tb, ta = timed(theirs, device), timed(ours, device)
+        else:
+            ta, tb = timed(ours, device), timed(theirs, device)
+        a.append(ta), b.append(tb), ratios.append(ta / tb)
+    return statistics.median(a), statistics.median(b), statistics.median(ratios)
+
+
+def copy_mha(ours: tl.MultiHeadAttention, ref: nn.MultiheadAttention) -> None:
+    with torch.no_grad():
+        ref.in_proj_weight.copy_(torch.cat([ours.w_q.weight, ours.w_k.weight, ours.w_v.weight]))
+        ref.in_proj_bias.copy_(torch.cat([ours.w_q.bias, ours.w_k.bias, ours.w_v.bias]))
+        ref.out_proj.weight.copy_(ours.w_o.weight)
+        ref.out_proj.bias.copy_(ours.w_o.bias)
+
+
+# -- the comparisons ---------------------------------------------------------------------
+
+
+def bench_mha(args, device):
+    B, T, D, H = args.batch, args.seq, 512, 8
+    ours = tl.MultiHeadAttention(D, H).to(device)
+    ref = nn.MultiheadAttention(D, H, batch_first=True).to(device)
+    copy_mha(ours, ref)
+    x = torch.randn(B, T, D, device=device, requires_grad=True)
+
+    def run_ours():
+        out, _ = ours(x, x, x)
+        out.sum().backward()
+
+    def run_theirs():
+        out, _ = ref(x, x, x, need_weights=False)
+        out.sum().backward()
+
+    return f"multi-head attention fwd+bwd (B={B}, T={T}, D={D}, h={H})", compare(run_ours, run_theirs, args.rounds, device)
+
+
+def bench_encoder_layer(args, device):
+    B, T, D, H, Fd = args.batch, args.seq, 512, 8, 2048
+    ours = tl.EncoderLayer(D, H, Fd, dropout=0.1).to(device).train()
+    ref = nn.TransformerEncoderLayer(D, H, Fd, dropout=0.1, batch_first=True).to(device).train()
+    x = torch.randn(B, T, D, device=device)
+    opt_ours = torch.optim.Adam(ours.parameters(), lr=1e-4)
+    opt_ref = torch.optim.Adam(ref.parameters(), lr=1e-4)
+
+    def step(module, opt):
+        def run():
+            opt.zero_grad(set_to_none=True)
+            module(x).square().mean().backward()
+            opt.step()
+        return run
+
+    return (f"encoder layer training step (B={B}, T={T}, D={D}, d_ff={Fd})",
+            compare(step(ours, opt_ours), step(ref, opt_ref), args.rounds, device))
+
+
+class TorchSeq2Seq(nn.Module):
+    """nn.Transformer with the same embeddings, positions and output layer as ours."""
+
+    def __init__(self, config: tl.TransformerConfig):
+        super().__init__()
+        c = config
+        self.config = c
+        self.embed = nn.Embedding(c.src_vocab_size, c.d_model, padding_idx=c.pad_id)
+        self.register_buffer("table", tl.sinusoidal_positional_encoding(c.max_len, c.d_model), persistent=False)
+        self.dropout = nn.Dropout(c.dropout)
+        self.transformer = nn.Transformer(c.d_model, c.num_heads, c.num_layers, c.num_layers, c.d_ff,
+                                          dropout=c.dropout, batch_first=True)
+        self.transformer.encoder.norm = self.transformer.decoder.norm = None  # post-LN, as ours
+        self.output = nn.Linear(c.d_model, c.tgt_vocab_size)
+        self.output.weight = self.embed.weight
+
+    def forward(self, src, tgt):
+        scale = self.config.d_model**0.5
+        s = self.dropout(self.embed(src) * scale + self.table[: src.size(1)])
+        t = self.dropout(self.embed(tgt) * scale + self.table[: tgt.size(1)])
+        causal = nn.Transformer.generate_square_subsequent_mask(tgt.size(1), device=tgt.device, dtype=torch.bool)
+        pad_src, pad_tgt = src == self.config.pad_id, tgt == self.config.pad_id
+        x = self.transformer(s, t, tgt_mask=causal, src_key_padding_mask=pad_src,
+                             tgt_key_padding_mask=pad_tgt, memory_key_padding_mask=pad_src)
+        return self.output(x)
+
+
+def training_flops(c: tl.TransformerConfig, B: int, S: int, T: int) -> float:
+    """Matmul FLOPs of one training step (forward x 3 for forward + backward)."""
+    D, Fd, N, V = c.d_model, c.d_ff, c.num_layers, c.tgt_vocab_size
+    enc = B * S * (4 * D * D + 2 * D * Fd) + B * S * S * 2 * D  # projections, FFN, QK^T and AV
+    dec = B * T * (4 * D * D + 2 * D * D + 2 * D * Fd) + B * S * 2 * D * D  # self, cross (Q, O; K, V on memory), FFN
+    dec += B * T * T * 2 * D + B * T * S * 2 * D
+    logits = B * T * D * V
+    return 3 * 2 * (N * (enc + dec) + logits)
+
+
+def matmul_gflops(device, n=1024, repeats=5) -> float:
+    a, b = torch.randn(n, n, device=device), torch.randn(n, n, device=device)
+    a @ b
+    best = min(timed(lambda: a @ b, device) for _ in range(repeats))
+    return 2 * n**3 / best / 1e9
+
+
+def bench_seq2seq(args, device):
+    B, L, V = 32, 64, 1000
+    config = tl.TransformerConfig(V, V, d_model=256, num_heads=4, d_ff=1024, num_layers=3, shared_vocab=True, max_len=256)
+    ours, ref = tl.Transformer(config).to(device).train(), TorchSeq2Seq(config).to(device).train()
+    src = torch.randint(4, V, (B, L), device=device)
+    tgt = torch.randint(4, V, (B, L), device=device)
+    loss_fn = tl.LabelSmoothingLoss(0.1)
+    opts = {m: torch.optim.Adam(m.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9) for m in (ours, ref)}
+
+    def step(model):
+        def run():
+            opts[model].zero_grad(set_to_none=True)
+            loss_fn(model(src, tgt[:, :-1]), tgt[:, 1:]).backward()
+            opts[model].step()
+        return run
+
+    result = compare(step(ours), step(ref), args.rounds, device)
+    flops = training_flops(config, B, L, L - 1)
+    ceiling = matmul_gflops(device)
+    achieved = flops / result[0] / 1e9
+    extra = {"gflops": achieved, "ceiling_gflops": ceiling, "fraction_of_ceiling": achieved / ceiling,
+             "target_tokens_per_s": B * (L - 1) / result[0]}
+    return f"encoder-decoder training step (d_model 256, 3+3 layers, B={B}, T={L})", result, extra
+
+
+def bench_explicit_vs_fused(args, device):
+    B, H, T, K = 4, 8, args.long_seq, 64
+    q, k, v = (torch.randn(B, H, T, K, device=device, requires_grad=True) for _ in range(3))
+    mask = tl.causal_mask(T, device=device)
+
+    def path(need_weights):
+        def run():
+            out, _ = tl.scaled_dot_product_attention(q, k, v, mask, need_weights=need_weights)
+            out.sum().backward()
+        return run
+
+    return (f"explicit / fused attention fwd+bwd (B={B}, h={H}, T={T}, causal)",
+            compare(path(True), path(False), args.rounds, device))
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="small sizes and few rounds (a smoke test)")
+    parser.add_argument("--rounds", type=int, default=None, help="interleaved rounds per comparison")
+    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
+    args = parser.parse_args(argv)
+    args.rounds = args.rounds or (3 if args.quick else 15)
+    args.batch, args.seq, args.long_seq = (2, 64, 128) if args.quick else (8, 512, 1024)
+    device = torch.device(args.device)
+    torch.manual_seed(0)
+    print(f"torch {torch.__version__}, device {device}, threads {torch.get_num_threads()}, "
+          f"{args.rounds} interleaved rounds per row", flush=True)
+    rows = []
+    print(f"| {'benchmark':<66} | ours ms | PyTorch ms | ours / PyTorch |")
+    print(f"|{'-' * 68}|---------|------------|----------------|")
+    for bench in (bench_mha, bench_encoder_layer, bench_seq2seq, bench_explicit_vs_fused):
+        name, (a, b, ratio), *extra = bench(args, device)
+        rows.append({"benchmark": name, "ours_ms": a * 1e3, "pytorch_ms": b * 1e3, "ratio": ratio,
+                     **(extra[0] if extra else {})})
+        print(f"| {name:<66} | {a * 1e3:7.1f} | {b * 1e3:10.1f} | {ratio:14.2f} |", flush=True)
+    for row in rows:
+        if "gflops" in row:
+            print(f"\nencoder-decoder training step: {row['gflops']:.0f} GFLOP/s = "
+                  f"{100 * row['fraction_of_ceiling']:.0f}% of this machine's torch.matmul "
+                  f"({row['ceiling_gflops']:.0f} GFLOP/s on 1024^3 float32); "
+                  f"{row['target_tokens_per_s']:.0f} target tokens/s")
+    print("(the last row compares our two paths: explicit, which returns weights, over fused)")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"torch": torch.__version__, "device": str(device), "rows": rows}, f, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
