@@ -115,6 +115,11 @@ def test_a_task_too_small_for_the_requested_splits_is_a_clear_error():
         make_task("copy", num_train=100, num_validation=0, num_test=0, min_len=1, max_len=1, alphabet="ab")
 
 
+def test_an_option_the_task_does_not_take_is_a_type_error_listing_the_valid_ones():
+    with pytest.raises(TypeError, match=r"task 'dates' takes options \(min_year, max_year\), got unknown option\(s\) min_len"):
+        make_task("dates", min_len=3)
+
+
 def test_generator_options_are_validated_by_name():
     with pytest.raises(ValueError, match=r"max_len must be an int >= min_len=5, got 3"):
         make_task("copy", min_len=5, max_len=3)

@@ -23,12 +23,12 @@ Shapes: B batch, S source length, T target length (``tgt_in`` and ``tgt_out``).
 from __future__ import annotations
 
 import datetime
-import math
+import inspect
 import random
 import warnings
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Callable, Iterable, Iterator, NamedTuple, Sequence
+from typing import Callable, Iterable, Iterator, Mapping, NamedTuple, Sequence
 
 import torch
 from torch import Tensor
@@ -303,6 +303,18 @@ class TaskSpec:
     tgt_tokenize: str
     description: str
 
+    @property
+    def options(self) -> tuple[str, ...]:
+        """Names of the keyword options ``generate`` takes (``min_len``, ``max_year``, ...)."""
+        return tuple(p for p in inspect.signature(self.generate).parameters if p != "rng")
+
+    def check_options(self, options: Mapping) -> None:
+        unknown = sorted(set(options) - set(self.options))
+        if unknown:
+            raise TypeError(
+                f"task {self.name!r} takes options ({', '.join(self.options)}), got unknown option(s) {', '.join(unknown)}"
+            )
+
     def __call__(self, rng: random.Random, **options) -> Pair:
         return self.generate(rng, **options)
 
@@ -361,6 +373,7 @@ def make_task(
     symbol inventory, and the held-out splits must be writable with it.
     """
     spec = get_task(name)
+    spec.check_options(options)
     if not isinstance(seed, int):
         raise TypeError(f"seed must be an int, got {type(seed).__name__}")
     for arg, n in (("num_train", num_train), ("num_validation", num_validation), ("num_test", num_test)):
