@@ -116,7 +116,8 @@ def test_a_task_too_small_for_the_requested_splits_is_a_clear_error():
 
 
 def test_an_option_the_task_does_not_take_is_a_type_error_listing_the_valid_ones():
-    with pytest.raises(TypeError, match=r"task 'dates' takes options \(min_year, max_year\), got unknown option\(s\) min_len"):
+    expected = r"task 'dates' takes options \(min_year, max_year\), got unknown option\(s\) min_len"
+    with pytest.raises(TypeError, match=expected):
         make_task("dates", min_len=3)
 
 
@@ -217,7 +218,8 @@ def test_collate_offsets_the_target_by_one_position():
     assert isinstance(batch, Batch)
     assert batch.src.shape == (3, 6) and batch.tgt_in.shape == (3, 6) and batch.tgt_out.shape == (3, 6)
     assert (batch.tgt_in[:, 0] == BOS_ID).all()
-    assert torch.equal(batch.tgt_in[:, 1:][batch.tgt_out[:, 1:] != PAD_ID], batch.tgt_out[:, :-1][batch.tgt_out[:, 1:] != PAD_ID])
+    real = batch.tgt_out[:, 1:] != PAD_ID
+    assert torch.equal(batch.tgt_in[:, 1:][real], batch.tgt_out[:, :-1][real])  # tgt_in[t + 1] == tgt_out[t]
     assert batch.tgt_out[1].tolist() == [*vocab.encode("de", add_eos=True), PAD_ID, PAD_ID, PAD_ID]
     assert batch.src[1, -3:].tolist() == [PAD_ID] * 3
     # tgt_in and tgt_out pad the same positions, so one padding mask serves both

@@ -134,8 +134,10 @@ def test_plot_attention_heads_draws_exactly_one_panel_per_head():
     "call, match",
     [
         (lambda: plot_attention(torch.rand(2, T, S)), r"weights must have shape \(T, S\), got \(2, 5, 7\)"),
-        (lambda: plot_attention(torch.rand(T, S), QUERIES[:2]), r"query_labels must have one label per query \(T\) \(5\), got 2"),
-        (lambda: plot_attention(torch.rand(T, S), key_labels=KEYS[:3]), r"key_labels must have one label per key \(S\) \(7\), got 3"),
+        (lambda: plot_attention(torch.rand(T, S), QUERIES[:2]),
+         r"query_labels must have one label per query \(T\) \(5\), got 2"),
+        (lambda: plot_attention(torch.rand(T, S), key_labels=KEYS[:3]),
+         r"key_labels must have one label per key \(S\) \(7\), got 3"),
         (lambda: plot_attention(torch.rand(T, S), mask=torch.ones(S, T, dtype=torch.bool)),
          r"mask of shape \(7, 5\) does not broadcast to the weights' shape \(5, 7\)"),
         (lambda: plot_attention_heads(torch.rand(T, S)), r"weights must have shape \(H, T, S\), got \(5, 7\)"),

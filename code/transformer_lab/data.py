@@ -235,19 +235,25 @@ def _symbols(rng: random.Random, min_len: int, max_len: int, alphabet: str) -> s
     return "".join(rng.choice(alphabet) for _ in range(rng.randint(min_len, max_len)))
 
 
-def copy_example(rng: random.Random, min_len: int = 3, max_len: int = 12, alphabet: str = DIGITS_AND_LETTERS[:20]) -> Pair:
+def copy_example(
+    rng: random.Random, min_len: int = 3, max_len: int = 12, alphabet: str = DIGITS_AND_LETTERS[:20]
+) -> Pair:
     """"k3f9a" -> "k3f9a": the decoder must find, by attention, the source position to copy."""
     s = _symbols(rng, min_len, max_len, alphabet)
     return s, s
 
 
-def reverse_example(rng: random.Random, min_len: int = 3, max_len: int = 12, alphabet: str = DIGITS_AND_LETTERS[:20]) -> Pair:
+def reverse_example(
+    rng: random.Random, min_len: int = 3, max_len: int = 12, alphabet: str = DIGITS_AND_LETTERS[:20]
+) -> Pair:
     """"k3f9a" -> "a9f3k": the cross-attention pattern is the anti-diagonal."""
     s = _symbols(rng, min_len, max_len, alphabet)
     return s, s[::-1]
 
 
-def sort_example(rng: random.Random, min_len: int = 3, max_len: int = 12, alphabet: str = DIGITS_AND_LETTERS[:20]) -> Pair:
+def sort_example(
+    rng: random.Random, min_len: int = 3, max_len: int = 12, alphabet: str = DIGITS_AND_LETTERS[:20]
+) -> Pair:
     """"k3f9a" -> "39afk" (sorted by code point): every output depends on the whole input."""
     s = _symbols(rng, min_len, max_len, alphabet)
     return s, "".join(sorted(s))
@@ -312,7 +318,8 @@ class TaskSpec:
         unknown = sorted(set(options) - set(self.options))
         if unknown:
             raise TypeError(
-                f"task {self.name!r} takes options ({', '.join(self.options)}), got unknown option(s) {', '.join(unknown)}"
+                f"task {self.name!r} takes options ({', '.join(self.options)}), "
+                f"got unknown option(s) {', '.join(unknown)}"
             )
 
     def __call__(self, rng: random.Random, **options) -> Pair:
@@ -397,7 +404,9 @@ def make_task(
         seen.add(src)
         pairs.append((src, tgt))
     rng.shuffle(pairs)
-    test, validation, train = pairs[:num_test], pairs[num_test: num_test + num_validation], pairs[num_test + num_validation:]
+    test = pairs[:num_test]
+    validation = pairs[num_test: num_test + num_validation]
+    train = pairs[num_test + num_validation:]
     src_vocab = Vocabulary.build((s for s, _ in pairs), tokenize=spec.src_tokenize)
     tgt_vocab = Vocabulary.build((t for _, t in pairs), tokenize=spec.tgt_tokenize)
     return TaskData(name, seed, train, validation, test, src_vocab, tgt_vocab, dict(options))
@@ -452,7 +461,9 @@ class Batch(NamedTuple):
 
     def to(self, device, non_blocking: bool = False) -> "Batch":
         move = partial(Tensor.to, device=device, non_blocking=non_blocking)
-        return self._replace(src=move(self.src), tgt_in=move(self.tgt_in), tgt_out=move(self.tgt_out), indices=move(self.indices))
+        return self._replace(
+            src=move(self.src), tgt_in=move(self.tgt_in), tgt_out=move(self.tgt_out), indices=move(self.indices)
+        )
 
 
 def collate(examples: Sequence[Example], pad_id: int = PAD_ID) -> Batch:
@@ -460,7 +471,9 @@ def collate(examples: Sequence[Example], pad_id: int = PAD_ID) -> Batch:
     if len(examples) == 0:
         raise ValueError("examples must be a non-empty sequence of Example")
     src = torch.nn.utils.rnn.pad_sequence([e.src for e in examples], batch_first=True, padding_value=pad_id)  # (B, S)
-    tgt = torch.nn.utils.rnn.pad_sequence([e.tgt for e in examples], batch_first=True, padding_value=pad_id)  # (B, T + 1)
+    tgt = torch.nn.utils.rnn.pad_sequence(
+        [e.tgt for e in examples], batch_first=True, padding_value=pad_id
+    )  # (B, T + 1)
     tgt_in, tgt_out = tgt[:, :-1], tgt[:, 1:]  # (B, T), (B, T)
     # The shorter rows' <eos> sits inside tgt_in after slicing; it is followed only by
     # padding targets, so the loss never asks to predict anything after it.
