@@ -16,7 +16,39 @@ from .multi_head_attention import KVCache, MultiHeadAttention
 from .feed_forward import PositionwiseFeedForward
 from .layers import Decoder, DecoderCache, DecoderLayer, Encoder, EncoderLayer
 from .model import Transformer, TransformerConfig, count_parameters
+from .data import (
+    BOS_ID,
+    EOS_ID,
+    PAD_ID,
+    TASKS,
+    UNK_ID,
+    Batch,
+    TaskData,
+    TokenBatchSampler,
+    TranslationDataset,
+    Vocabulary,
+    collate,
+    get_task,
+    make_loaders,
+    make_task,
+    padding_fraction,
+)
 from .training import LabelSmoothingLoss, noam_learning_rate
 from .decoding import beam_search, gnmt_length_penalty, greedy_decode
+from .visualization import (
+    PALETTE,
+    plot_attention,
+    plot_attention_cost,
+    plot_attention_heads,
+    plot_dot_product_variance,
+    plot_label_smoothing,
+    plot_learning_rate_schedule,
+    plot_mask,
+    plot_positional_encoding,
+    plot_scaling_argument,
+    plot_softmax_saturation,
+    plot_training_curves,
+    plot_wavelengths,
+)
 
 __version__ = "0.1.0"
