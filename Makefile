@@ -8,7 +8,7 @@ PY := $(VENV)/bin/python
 TORCH ?= torch==2.13.0
 PY_STAMP := $(VENV)/.installed
 
-.PHONY: setup test bench deck preview clean
+.PHONY: setup test bench deck preview clean clean-venv
 
 $(PY_STAMP): pyproject.toml
 	@echo "==> setting up Python environment in $(VENV)/"
@@ -27,3 +27,6 @@ bench: setup
 
 clean:
 	rm -rf _output .pytest_cache .hypothesis
+
+clean-venv:
+	rm -rf $(VENV)
