@@ -15,6 +15,7 @@ import torch  # noqa: E402
 from matplotlib.colors import to_hex, to_rgba  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
+from transformer_lab import visualization as viz  # noqa: E402
 from transformer_lab.masks import causal_mask  # noqa: E402
 from transformer_lab.positional_encoding import sinusoidal_positional_encoding  # noqa: E402
 from transformer_lab.visualization import (  # noqa: E402
@@ -302,3 +303,12 @@ def test_every_figure_renders_to_png(make, tmp_path):
     path = tmp_path / "figure.png"
     fig.savefig(path)
     assert path.stat().st_size > 1000
+
+
+def test_plot_layer_gradient_norms_draws_one_line_per_variant():
+    fig = viz.plot_layer_gradient_norms({"post-LN": [0.2, 0.5, 0.9], "pre-LN": [0.6, 0.5, 0.4]})
+    ax = fig.axes[0]
+    assert len(ax.get_lines()) == 2
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["post-LN", "pre-LN"]
+    with pytest.raises(ValueError, match="norms must be a non-empty dict"):
+        viz.plot_layer_gradient_norms([])

@@ -42,6 +42,7 @@ from .visualization import (
     plot_attention_heads,
     plot_dot_product_variance,
     plot_label_smoothing,
+    plot_layer_gradient_norms,
     plot_learning_rate_schedule,
     plot_mask,
     plot_positional_encoding,
@@ -50,5 +51,6 @@ from .visualization import (
     plot_training_curves,
     plot_wavelengths,
 )
+from .introspection import layer_gradient_norms, source_code, source_markdown, trace_shapes
 
 __version__ = "0.1.0"

@@ -558,3 +558,25 @@ def plot_attention_cost(
     if labels:
         a.legend()
     return fig
+
+
+# --------------------------------------------------------------------------- gradients
+
+
+@_styled
+def plot_layer_gradient_norms(norms: dict[str, Sequence[float]], title: str | None = None, ax: Axes | None = None) -> Figure:
+    """Gradient norm per layer, one line per variant (e.g. ``{"post-LN": [...], "pre-LN": [...]}``)."""
+    if not isinstance(norms, dict) or not norms:
+        raise ValueError(f"norms must be a non-empty dict of name -> per-layer norms, got {type(norms).__name__}")
+    fig, axes = _figure(ax)
+    a = axes[0, 0]
+    for i, (name, values) in enumerate(norms.items()):
+        y = _array(values, f"norms[{name!r}]", 1, "(layers,)")
+        a.plot(np.arange(1, len(y) + 1), y, "o-", color=SERIES_COLORS[i % len(SERIES_COLORS)], label=name)
+    a.set_xlabel("layer (1 = nearest the input)")
+    a.set_ylabel("gradient norm")
+    a.set_ylim(bottom=0)
+    if title:
+        a.set_title(title)
+    a.legend()
+    return fig
