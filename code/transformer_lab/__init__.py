@@ -51,6 +51,7 @@ from .visualization import (
     plot_training_curves,
     plot_wavelengths,
 )
+from . import speed
 from .introspection import layer_gradient_norms, source_code, source_markdown, trace_shapes
 
 __version__ = "0.1.0"
