@@ -1,0 +1,64 @@
+"""The deck's sources: every slide has speaker notes, and every equation of the paper's
+Section 3 and the learning-rate formula of Section 5.3 appear in the deck."""
+
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SLIDES = ROOT / "slides"
+
+# The paper's equations in the LaTeX the deck uses, whitespace ignored.
+EQUATIONS = {
+    "(1) scaled dot-product attention": r"\operatorname{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}}\right) V \tag{1}",
+    "multi-head attention": r"\operatorname{MultiHead}(Q, K, V) = \operatorname{Concat}(\text{head}_1, \dots, \text{head}_h)\, W^O",
+    "one head": r"\text{head}_i = \operatorname{Attention}(Q W_i^Q,\; K W_i^K,\; V W_i^V)",
+    "(2) feed-forward network": r"\operatorname{FFN}(x) = \max(0,\, x W_1 + b_1)\, W_2 + b_2 \tag{2}",
+    "positional encoding, sine": r"PE_{(pos,\,2i)} = \sin\!\left(pos / 10000^{2i/d_\text{model}}\right)",
+    "positional encoding, cosine": r"PE_{(pos,\,2i+1)} = \cos\!\left(pos / 10000^{2i/d_\text{model}}\right)",
+    "residual and layer norm": r"\operatorname{LayerNorm}(x + \operatorname{Sublayer}(x))",
+    "embedding scale": r"E[t_i] \cdot \sqrt{d_\text{model}}",
+    "(3) learning rate": r"lrate = d_\text{model}^{-0.5} \cdot \min(step\_num^{-0.5},\; step\_num \cdot warmup\_steps^{-1.5}) \tag{3}",
+}
+
+
+def chapter_files():
+    index = (SLIDES / "index.qmd").read_text()
+    included = re.findall(r"\{\{<\s*include\s+(\S+)\s*>\}\}", index)
+    return [SLIDES / "index.qmd"] + [SLIDES / name for name in included]
+
+
+def squash(text: str) -> str:
+    return re.sub(r"\s+", "", text)
+
+
+def slides_of(path: Path):
+    """(title, body) of every slide a file makes: a level-1 or level-2 heading starts one."""
+    text = path.read_text()
+    text = re.sub(r"^---\n.*?\n---\n", "", text, flags=re.S)  # front matter
+    text = re.sub(r"^```.*?^```", "", text, flags=re.S | re.M)  # code cells
+    parts = re.split(r"^(#{1,2} .*)$", text, flags=re.M)
+    return [(parts[i].strip(), parts[i + 1]) for i in range(1, len(parts), 2)]
+
+
+def test_every_included_chapter_exists():
+    missing = [str(p.relative_to(ROOT)) for p in chapter_files() if not p.exists()]
+    assert missing == []
+
+
+@pytest.mark.parametrize("path", chapter_files(), ids=lambda p: p.name)
+def test_every_slide_has_speaker_notes(path):
+    without = [title for title, body in slides_of(path) if "::: {.notes}" not in body]
+    assert without == [], f"slides without notes in {path.name}"
+
+
+def test_the_deck_has_between_60_and_90_slides():
+    count = sum(len(slides_of(p)) for p in chapter_files())
+    assert 60 <= count <= 90, count
+
+
+@pytest.mark.parametrize("name", EQUATIONS)
+def test_every_equation_of_section_3_and_the_schedule_is_in_the_deck(name):
+    deck = squash("".join(p.read_text() for p in chapter_files()))
+    assert squash(EQUATIONS[name]) in deck, name
