@@ -122,6 +122,9 @@ def check_deck(html: Path, screenshots: Path | None = None, ctx=None,
         _block_network(c, report)
         page = _open(c, html.resolve().as_uri(), report)
         page.add_script_tag(content=(RESOURCES / "checks.js").read_text())
+        # screenshots and measurements must not catch a fragment half-way through its fade
+        page.add_style_tag(content="*, *::before, *::after { transition: none !important; "
+                                   "animation: none !important; }")
         report.total_slides = page.evaluate("() => Reveal.getTotalSlides()")
         slides = page.evaluate("""() => Reveal.getSlides().map(s => {
             const i = Reveal.getIndices(s);
