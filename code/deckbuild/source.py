@@ -138,7 +138,7 @@ def expand_includes(lines: list[str], path: Path, first: int, root: Path,
                 fence = marker
             elif marker[0] == fence[0] and len(marker) >= len(fence) and not fm.group("info"):
                 fence = None
-        out.append(Line(ESCAPED_SHORTCODE_RE.sub(r"{{<\1>}}", text), path, lineno))
+        out.append(Line(text, path, lineno))
     return out
 
 
@@ -194,14 +194,14 @@ def parse(path: Path, root: Path, slide_level: int = 2) -> Document:
             t = _title_of(line.text, slide_level)
             if t is not None:
                 title = t
-            m = SHORTCODE_RE.search(line.text)
+            m = SHORTCODE_RE.search(ESCAPED_SHORTCODE_RE.sub("", line.text))
             if m and m.group(1) != "include":
                 raise DeckError(f"unsupported shortcode '{m.group(1)}' (only include is supported)",
                                 line.file, line.lineno)
             if m and m.group(1) == "include":
                 raise DeckError("an include shortcode must stand alone on its line",
                                 line.file, line.lineno)
-            chunk.append(line)
+            chunk.append(Line(ESCAPED_SHORTCODE_RE.sub(r"{{<\1>}}", line.text), line.file, line.lineno))
             i += 1
             continue
         marker = fm.group("fence")
