@@ -179,10 +179,6 @@ def cmd_preview(args) -> int:
         server.shutdown()
 
 
-def _terminate(signum, frame):
-    raise KeyboardInterrupt
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m deckbuild",
@@ -210,7 +206,10 @@ def main(argv: list[str] | None = None) -> int:
     if not argv or argv[0] not in ("render", "preview", "check", "-h", "--help"):
         argv.insert(0, "render")
     args = parser.parse_args(argv)
-    signal.signal(signal.SIGTERM, _terminate)
+    # Ctrl-C and SIGTERM kill the kernel first, then unwind; installed even when the
+    # process started with SIGINT ignored (as a background job does)
+    signal.signal(signal.SIGINT, execute.interrupt_handler)
+    signal.signal(signal.SIGTERM, execute.interrupt_handler)
     try:
         if args.command == "preview":
             return cmd_preview(args)

@@ -219,6 +219,15 @@ async def _run_kernel(doc: Document, doc_opts: dict, root: Path, effs: list[dict
 
 
 _KERNEL_PIDS: set = set()
+_INTERRUPTED = False
+
+
+def interrupt_handler(signum, frame):
+    """SIGINT/SIGTERM: kill our kernels at once, then unwind with KeyboardInterrupt."""
+    global _INTERRUPTED
+    _INTERRUPTED = True
+    kill_kernels()
+    raise KeyboardInterrupt
 
 
 def kill_kernels() -> None:
@@ -242,6 +251,10 @@ def execute(doc: Document, doc_opts: dict, root: Path, cache_dir: Path, use_cach
             return hits, {"cells": len(cells), "cached": len(cells)}
     try:
         results = asyncio.run(_run_kernel(doc, doc_opts, root, effs, progress))
+    except BaseException:
+        if _INTERRUPTED:   # whatever nbclient made of the interrupt, it was one
+            raise KeyboardInterrupt from None
+        raise
     finally:
         kill_kernels()
     for key, outputs in zip(keys, results):

@@ -105,15 +105,15 @@ def compile_theme(themes: list[str], root: Path, cache_dir: Path) -> tuple[Path,
                            "--quiet-deps", "--silence-deprecation=import,global-builtin,color-functions",
                            str(scss), str(tmp)], capture_output=True, text=True)
     if proc.returncode != 0:
-        m = re.search(r"(\d+):(\d+)\s", proc.stderr.split(scss.name, 1)[-1]) \
-            if scss.name in proc.stderr else None
+        err = proc.stderr[proc.stderr.find("Error:"):] if "Error:" in proc.stderr else proc.stderr
+        m = re.search(re.escape(scss.name) + r"\s+(\d+):(\d+)", err)
         file, lno = scss, None
         if m:
             at = int(m.group(1))
             for piece, first in origin:
                 if first <= at < first + piece.text.count("\n") + 1:
                     file, lno = piece.file, piece.first_line + at - first
-        msg = proc.stderr.strip().splitlines()[0] if proc.stderr.strip() else "sass failed"
-        raise DeckError(f"theme does not compile: {msg}", file, lno, proc.stderr.strip())
+        msg = err.strip().splitlines()[0] if err.strip() else "sass failed"
+        raise DeckError(f"theme does not compile: {msg}", file, lno, err.strip())
     os.replace(tmp, out)
     return out, False
