@@ -7,26 +7,57 @@ PY := $(VENV)/bin/python
 # A GPU user can pass a CUDA build, e.g. make test TORCH="torch==2.13.0 --index-url <cuda index>"
 TORCH ?= torch==2.13.0
 PY_STAMP := $(VENV)/.installed
+# The deck renderer's pieces outside Python: npm packages from the committed lock file,
+# and Debian's Chromium (PDF, browser tests), poppler (pdfinfo) and an emoji font.
+NPM_STAMP := node_modules/.installed
+APT_PACKAGES := chromium poppler-utils fonts-noto-color-emoji
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: setup test bench deck preview clean clean-venv
+.PHONY: setup deck-setup system-packages test bench deck preview clean clean-venv
 
 $(PY_STAMP): pyproject.toml
 	@echo "==> setting up Python environment in $(VENV)/"
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet $(TORCH)
-	$(PY) -m pip install --quiet -e ".[test]"
+	$(PY) -m pip install --quiet -e ".[test,deck]"
 	@touch $@
 
 setup: $(PY_STAMP)
 
-test: setup
+$(NPM_STAMP): package-lock.json package.json
+	@echo "==> installing npm packages (reveal.js, katex, sass) from package-lock.json"
+	npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+# apt-get runs only when one of the packages is missing (a dpkg query costs milliseconds).
+system-packages:
+	@missing=""; for p in $(APT_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "==> installing Debian packages:$$missing"; \
+	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing; \
+	fi
+
+deck-setup: setup $(NPM_STAMP) system-packages
+
+# HTML and PDF of every document listed in _quarto.yml, under _output/ (see README).
+deck: deck-setup
+	$(PY) -m deckbuild render
+
+# Serve the deck on http://127.0.0.1:4848 and rebuild it when a source file changes.
+preview: deck-setup
+	$(PY) -m deckbuild preview --no-browser
+
+# The browser tests of the renderer are part of the suite, so tests need the deck set-up.
+test: setup deck-setup
 	$(PY) -m pytest
 
 bench: setup
 	$(PY) benchmarks/bench_speed.py
 
 clean:
-	rm -rf _output .pytest_cache .hypothesis
+	rm -rf _output .pytest_cache .hypothesis .cache/deckbuild
 
 clean-venv:
 	rm -rf $(VENV)

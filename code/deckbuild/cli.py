@@ -1,0 +1,225 @@
+"""Command line: ``python -m deckbuild [render|preview|check] ...``."""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import http.server
+import json
+import os
+import signal
+import sys
+import threading
+import time
+import webbrowser
+from pathlib import Path
+
+from . import execute
+from .build import BuildSettings, build_document, find_tool_root, output_paths
+from .errors import DeckError
+from .options import find_project_root, load_project
+
+
+def emit(text: str, end: str = "\n") -> None:
+    print(text, end=end, file=sys.stderr, flush=True)
+
+
+def _targets(paths: list[str]) -> list[tuple[Path, object]]:
+    """(document, project) pairs: a .qmd file, or every document of a project directory."""
+    if not paths:
+        paths = ["."]
+    out = []
+    for p in paths:
+        path = Path(p).resolve()
+        if path.is_dir():
+            root = find_project_root(path)
+            if root is None:
+                raise DeckError("no _quarto.yml here or above; name a .qmd file instead", path)
+            project = load_project(root)
+            out += [(doc, project) for doc in project.render]
+        elif path.suffix == ".qmd":
+            if not path.exists():
+                raise DeckError("document not found", path)
+            root = find_project_root(path)
+            out.append((path, load_project(root) if root else None))
+        else:
+            raise DeckError("expected a .qmd file or a project directory", path)
+    return out
+
+
+def cmd_render(args) -> int:
+    settings = BuildSettings(html_only=args.html_only, use_cache=not args.no_cache)
+    t0 = time.perf_counter()
+    results = [build_document(doc, settings, emit, project) for doc, project in _targets(args.paths)]
+    if len(results) > 1:
+        emit(f"[deckbuild] {len(results)} documents in {time.perf_counter() - t0:.2f}s")
+    for r in results:
+        print(r.html)
+        if r.pdf:
+            print(r.pdf)
+    return 0
+
+
+def cmd_check(args) -> int:
+    from . import browser
+
+    failures = 0
+    for doc, project in _targets(args.paths):
+        html, pdf = output_paths(doc, project)
+        if not html.exists():
+            raise DeckError(f"not built yet: {html} (run render first)", doc)
+        shots = html.with_name(f"{html.stem}_screenshots")
+        t = time.perf_counter()
+        report = browser.check_deck(html, shots)
+        problems = report.problems()
+        if pdf.exists():
+            pages = browser.pdf_pages(pdf)
+            if pages != report.total_slides:
+                problems.append(f"PDF has {pages} pages for {report.total_slides} slides")
+        emit(f"[deckbuild] checked {len(report.slides)} slides of {html.name} in "
+             f"{time.perf_counter() - t:.2f}s; screenshots in {shots}")
+        for p in problems:
+            emit(f"  PROBLEM {p}")
+        failures += len(problems)
+    return 1 if failures else 0
+
+
+class _PreviewState:
+    version = 0
+    error = ""
+
+
+def _watched_files(root: Path) -> dict[str, float]:
+    out = {}
+    for pattern in ("**/*.qmd", "**/*.yml", "**/*.scss", "**/*.py", "**/*.svg", "**/*.png",
+                    "**/*.jpg", "**/*.md"):
+        for f in root.glob(pattern):
+            parts = f.relative_to(root).parts
+            if parts[0] in ("node_modules", ".venv", ".git", ".cache") or \
+                    parts[0].startswith("_output") or "__pycache__" in parts:
+                continue
+            try:
+                out[str(f)] = f.stat().st_mtime
+            except OSError:
+                pass
+    return out
+
+
+LIVE_RELOAD_JS = """<script>
+(function () {
+  let seen = null;
+  setInterval(function () {
+    fetch('/__deckbuild/version').then(r => r.json()).then(v => {
+      if (seen !== null && v.version !== seen) location.reload();
+      seen = v.version;
+    }).catch(() => {});
+  }, 700);
+})();
+</script>"""
+
+
+def cmd_preview(args) -> int:
+    targets = _targets(args.paths)
+    doc, project = targets[0]
+    root = project.root if project else doc.parent
+    settings = BuildSettings(html_only=True, use_cache=not args.no_cache, extra_js=LIVE_RELOAD_JS)
+    state = _PreviewState()
+
+    def rebuild():
+        try:
+            for d, p in targets:
+                build_document(d, settings, emit, p)
+            state.error = ""
+        except DeckError as exc:
+            state.error = str(exc)
+            emit(f"\nERROR {exc}")
+        state.version += 1
+
+    rebuild()
+    html, _ = output_paths(doc, project)
+    serve_dir = html.parent if project is None else project.output_dir
+
+    class Handler(http.server.SimpleHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802
+            if self.path.startswith("/__deckbuild/version"):
+                body = json.dumps({"version": state.version, "error": state.error}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Cache-Control", "no-store")
+                self.end_headers()
+                self.wfile.write(body)
+                return
+            super().do_GET()
+
+        def log_message(self, *a):
+            pass
+
+    server = http.server.ThreadingHTTPServer(
+        ("127.0.0.1", args.port), functools.partial(Handler, directory=str(serve_dir)))
+    url = f"http://127.0.0.1:{server.server_address[1]}/{html.relative_to(serve_dir).as_posix()}"
+    emit(f"[deckbuild] preview at {url}  (watching {root}; Ctrl-C to stop)")
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    if not args.no_browser:
+        try:
+            webbrowser.open(url)
+        except Exception:  # noqa: BLE001
+            pass
+    seen = _watched_files(root)
+    try:
+        while True:
+            time.sleep(0.5)
+            now = _watched_files(root)
+            if now != seen:
+                changed = sorted(set(now.items()) ^ set(seen.items()))
+                emit(f"[deckbuild] changed: {Path(changed[0][0]).relative_to(root)}")
+                seen = now
+                rebuild()
+                seen = _watched_files(root)
+    finally:
+        server.shutdown()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m deckbuild",
+        description="Render Quarto reveal.js decks without the Quarto binary: execute the "
+                    "Python cells, run pandoc, print the PDF in Chromium.")
+    sub = parser.add_subparsers(dest="command")
+    render = sub.add_parser("render", help="build HTML and PDF (the default command)")
+    render.add_argument("paths", nargs="*", help=".qmd files or a project directory (default: .)")
+    render.add_argument("--html-only", action="store_true", help="skip the PDF")
+    render.add_argument("--no-cache", action="store_true",
+                        help="re-execute every cell and rebuild everything")
+    preview = sub.add_parser("preview", help="serve on localhost and rebuild on change")
+    preview.add_argument("paths", nargs="*", help=".qmd file or project directory (default: .)")
+    preview.add_argument("--port", type=int, default=4848, help="port on 127.0.0.1 (default 4848)")
+    preview.add_argument("--no-browser", action="store_true", help="do not open a browser")
+    preview.add_argument("--no-cache", action="store_true", help="re-execute every cell")
+    check = sub.add_parser("check", help="check built decks in Chromium, save slide screenshots")
+    check.add_argument("paths", nargs="*", help=".qmd files or a project directory (default: .)")
+    parser.epilog = ("examples:  python -m deckbuild render            # the whole project\n"
+                     "           python -m deckbuild slides/index.qmd --html-only\n"
+                     "           python -m deckbuild preview slides/index.qmd\n"
+                     "           python -m deckbuild check             # browser checks + screenshots")
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] not in ("render", "preview", "check", "-h", "--help"):
+        argv.insert(0, "render")
+    args = parser.parse_args(argv)
+    # Ctrl-C and SIGTERM kill the kernel first, then unwind; installed even when the
+    # process started with SIGINT ignored (as a background job does)
+    signal.signal(signal.SIGINT, execute.interrupt_handler)
+    signal.signal(signal.SIGTERM, execute.interrupt_handler)
+    try:
+        if args.command == "preview":
+            return cmd_preview(args)
+        if args.command == "check":
+            return cmd_check(args)
+        return cmd_render(args)
+    except DeckError as exc:
+        emit(f"\nERROR {exc}")
+        return 1
+    except KeyboardInterrupt:
+        execute.kill_kernels()
+        emit("\ninterrupted")
+        return 130

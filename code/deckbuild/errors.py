@@ -1,0 +1,30 @@
+"""The one error type the renderer raises for bad input: it always names a file and a line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class DeckError(Exception):
+    """A problem in the deck's sources, reported as ``file:line: message``.
+
+    ``detail`` carries extra lines (a cell's source, a traceback) printed below.
+    """
+
+    def __init__(self, message: str, file: str | Path | None = None, line: int | None = None,
+                 detail: str = ""):
+        self.message = message
+        self.file = str(file) if file is not None else None
+        self.line = line
+        self.detail = detail
+        super().__init__(self.__str__())
+
+    def location(self) -> str:
+        if self.file is None:
+            return ""
+        return f"{self.file}:{self.line}" if self.line else self.file
+
+    def __str__(self) -> str:
+        loc = self.location()
+        head = f"{loc}: {self.message}" if loc else self.message
+        return f"{head}\n{self.detail}" if self.detail else head

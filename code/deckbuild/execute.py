@@ -1,0 +1,262 @@
+"""Stage 2: execute the document's Python cells in one Jupyter kernel, with a cache.
+
+Each cell's cache key hashes its source and effective options, the keys of every cell
+before it (so a changed cell invalidates everything after it), the source of the Python
+packages under ``code/`` that cells import, and this module's execution-setup version.
+When every key is in the cache no kernel starts at all. Otherwise the whole document runs
+again in a fresh kernel (later cells may depend on state built by earlier ones).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import os
+import re
+import shutil
+import signal
+import tempfile
+import sys
+import time
+from pathlib import Path
+from typing import Callable
+
+from .errors import DeckError
+from .source import Cell, Document
+
+EXEC_VERSION = "1"   # bump when the kernel set-up below changes what cells produce
+ANSI_RE = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+CELL_EXEC_KEYS = ("echo", "eval", "output", "include", "error", "warning")
+
+
+def effective_cell_options(cell: Cell, doc_opts: dict) -> dict:
+    """Document-level defaults (echo, eval, ..., fig-width) under the cell's own options."""
+    eff = {k: doc_opts.get(k) for k in CELL_EXEC_KEYS}
+    eff["fig-width"] = doc_opts.get("fig-width", 10)
+    eff["fig-height"] = doc_opts.get("fig-height", 5)
+    eff["code-line-numbers"] = doc_opts.get("code-line-numbers", True)
+    eff["output-location"] = doc_opts.get("output-location", "default")
+    eff.update(cell.options)
+    if eff.get("include") is False:
+        eff["echo"] = False
+    return eff
+
+
+def package_hash(root: Path) -> str:
+    """Hash of every .py file of the packages under ``code/`` (except this renderer)."""
+    h = hashlib.sha256()
+    code = root / "code"
+    if code.is_dir():
+        for path in sorted(code.rglob("*.py")):
+            rel = path.relative_to(code)
+            if rel.parts[0] == "deckbuild" or "__pycache__" in rel.parts:
+                continue
+            h.update(str(rel).encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def cell_keys(doc: Document, doc_opts: dict, pkg_hash: str) -> list[str]:
+    keys, chain = [], hashlib.sha256(
+        f"{EXEC_VERSION}|{sys.version_info[:2]}|{pkg_hash}|{doc.path.name}".encode()).hexdigest()
+    for cell in doc.cells:
+        eff = effective_cell_options(cell, doc_opts)
+        payload = json.dumps({"prev": chain, "code": cell.code, "options": eff}, sort_keys=True,
+                             default=str)
+        chain = hashlib.sha256(payload.encode()).hexdigest()
+        keys.append(chain)
+    return keys
+
+
+class Cache:
+    def __init__(self, directory: Path):
+        self.dir = directory
+
+    def _path(self, key: str) -> Path:
+        return self.dir / key[:2] / f"{key}.json"
+
+    def get(self, key: str):
+        path = self._path(key)
+        if not path.exists():
+            return None
+        try:
+            return json.loads(path.read_text())
+        except (OSError, ValueError):
+            return None
+
+    def put(self, key: str, outputs: list) -> None:
+        path = self._path(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".tmp{os.getpid()}")
+        tmp.write_text(json.dumps(outputs))
+        os.replace(tmp, path)
+
+
+def _setup_code(doc_opts: dict) -> str:
+    w, h = doc_opts.get("fig-width", 10), doc_opts.get("fig-height", 5)
+    dpi = doc_opts.get("fig-dpi", 96)
+    fmt = doc_opts.get("fig-format", "retina")
+    return (
+        f"%config InlineBackend.figure_formats = [{fmt!r}]\n"
+        f"%config InlineBackend.rc = {{'figure.figsize': ({w}, {h}), 'figure.dpi': {dpi}, "
+        f"'savefig.dpi': {dpi}}}\n"
+        "import warnings as _deckbuild_warnings\n"
+    )
+
+
+def _pre_cell(eff: dict) -> str:
+    code = ""
+    if not eff.get("warning"):
+        code += ("_deckbuild_wctx = _deckbuild_warnings.catch_warnings()\n"
+                 "_deckbuild_wctx.__enter__()\n_deckbuild_warnings.simplefilter('ignore')\n")
+    if "fig-width" in eff or "fig-height" in eff:
+        code += ("import matplotlib as _deckbuild_mpl\n"
+                 "_deckbuild_figsize = _deckbuild_mpl.rcParams['figure.figsize']\n"
+                 f"_deckbuild_mpl.rcParams['figure.figsize'] = ({eff['fig-width']}, {eff['fig-height']})\n")
+    return code
+
+
+def _post_cell(eff: dict) -> str:
+    code = ""
+    if not eff.get("warning"):
+        code += "_deckbuild_wctx.__exit__(None, None, None)\n"
+    if "fig-width" in eff or "fig-height" in eff:
+        code += "_deckbuild_mpl.rcParams['figure.figsize'] = _deckbuild_figsize\n"
+    return code
+
+
+def _error_of(outputs: list) -> dict | None:
+    return next((o for o in outputs if o.get("output_type") == "error"), None)
+
+
+def _raise_cell_error(cell: Cell, err: dict) -> None:
+    tb = ANSI_RE.sub("", "\n".join(err.get("traceback", [])))
+    detail = (f"  slide: {cell.slide_title or '(untitled)'}\n"
+              f"  cell source:\n" + "\n".join("    " + l for l in cell.code.splitlines()) +
+              "\n  traceback:\n" + "\n".join("    " + l for l in tb.splitlines()))
+    raise DeckError(f"cell {cell.index + 1} raised {err.get('ename')}: {err.get('evalue')}",
+                    cell.file, cell.line, detail)
+
+
+def _kill_group(pid: int | None) -> None:
+    if not pid:
+        return
+    for sig in (signal.SIGKILL,):
+        try:
+            os.killpg(pid, sig)
+        except (ProcessLookupError, PermissionError):
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
+
+
+async def _run_kernel(doc: Document, doc_opts: dict, root: Path, effs: list[dict],
+                      progress: Callable[[str], None]) -> list[list]:
+    import nbformat
+    from jupyter_client.manager import AsyncKernelManager
+    from nbclient import NotebookClient
+
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(root / "code"), env.get("PYTHONPATH")]))
+    env["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"
+    env.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
+    km = AsyncKernelManager(kernel_name="python3", transport="ipc")
+    # ipc sockets are files: give them an absolute home (the kernel runs in the doc's dir)
+    sock_dir = Path(tempfile.mkdtemp(prefix="deckbuild-kernel-"))
+    km.ip = str(sock_dir / "kernel")
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("")]   # nbclient writes each executed cell here
+    client = NotebookClient(nb, km=km, allow_errors=True, timeout=None,
+                            resources={"metadata": {"path": str(doc.path.parent)}})
+    results: list[list] = []
+    pid = None
+    t0 = time.perf_counter()
+    try:
+        await km.start_kernel(cwd=str(doc.path.parent), env=env)
+        pid = getattr(km.provisioner, "pid", None)
+        _KERNEL_PIDS.add(pid)
+        await client.async_start_new_kernel_client()
+        setup = nbformat.v4.new_code_cell(_setup_code(doc_opts))
+        await client.async_execute_cell(setup, 0)
+        progress(f"  kernel ready (pid {pid}) {time.perf_counter() - t0:.2f}s")
+        for cell, eff in zip(doc.cells, effs):
+            if eff.get("eval") is False:
+                results.append([])
+                continue
+            t = time.perf_counter()
+            progress(f"  cell {cell.index + 1}/{len(effs)} {cell.file.name}:{cell.line} "
+                     f"[{cell.slide_title[:40]}] ...", end="")
+            pre = _pre_cell(eff)
+            if pre:
+                await client.async_execute_cell(nbformat.v4.new_code_cell(pre), 0)
+            nbcell = nbformat.v4.new_code_cell(cell.code)
+            await client.async_execute_cell(nbcell, 0)
+            post = _post_cell(eff)
+            if post:
+                await client.async_execute_cell(nbformat.v4.new_code_cell(post), 0)
+            outputs = [dict(o) for o in nbcell.outputs]
+            outputs = json.loads(json.dumps(outputs, default=str))
+            progress(f" {time.perf_counter() - t:.2f}s")
+            err = _error_of(outputs)
+            if err and not eff.get("error"):
+                _raise_cell_error(cell, err)
+            results.append(outputs)
+    finally:
+        try:
+            if client.kc is not None:
+                client.kc.stop_channels()
+            if km.has_kernel:
+                await asyncio.wait_for(km.shutdown_kernel(now=True), 5)
+        except BaseException:  # noqa: BLE001 - shutting down must not mask the real error
+            pass
+        finally:
+            _kill_group(pid)
+            _KERNEL_PIDS.discard(pid)
+            shutil.rmtree(sock_dir, ignore_errors=True)
+    return results
+
+
+_KERNEL_PIDS: set = set()
+_INTERRUPTED = False
+
+
+def interrupt_handler(signum, frame):
+    """SIGINT/SIGTERM: kill our kernels at once, then unwind with KeyboardInterrupt."""
+    global _INTERRUPTED
+    _INTERRUPTED = True
+    kill_kernels()
+    raise KeyboardInterrupt
+
+
+def kill_kernels() -> None:
+    """Kill every kernel this process started (used on Ctrl-C / SIGTERM)."""
+    for pid in list(_KERNEL_PIDS):
+        _kill_group(pid)
+
+
+def execute(doc: Document, doc_opts: dict, root: Path, cache_dir: Path, use_cache: bool,
+            progress: Callable[[str], None]) -> tuple[list[list], dict]:
+    """Outputs for each cell (in order), and statistics for the progress report."""
+    cells = doc.cells
+    if not cells:
+        return [], {"cells": 0, "cached": 0}
+    effs = [effective_cell_options(c, doc_opts) for c in cells]
+    keys = cell_keys(doc, doc_opts, package_hash(root))
+    cache = Cache(cache_dir)
+    if use_cache:
+        hits = [cache.get(k) for k in keys]
+        if all(h is not None for h in hits):
+            return hits, {"cells": len(cells), "cached": len(cells)}
+    try:
+        results = asyncio.run(_run_kernel(doc, doc_opts, root, effs, progress))
+    except BaseException:
+        if _INTERRUPTED:   # whatever nbclient made of the interrupt, it was one
+            raise KeyboardInterrupt from None
+        raise
+    finally:
+        kill_kernels()
+    for key, outputs in zip(keys, results):
+        cache.put(key, outputs)
+    return results, {"cells": len(cells), "cached": 0}

@@ -1,0 +1,159 @@
+"""Stage 3: write the intermediate markdown, in the shape Quarto writes it.
+
+Each cell becomes a ``::: {.cell}`` div holding a ``.python .cell-code`` block (when
+echoed) and its outputs (``.cell-output-stdout``, ``.cell-output-stderr``,
+``.cell-output-display``, ``.cell-output-error``). Figures are written to
+``<stem>_files/figure-revealjs/``. Layout (output-location, line-number steps) is left
+as attributes for the Lua filters, as Quarto does.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+from pathlib import Path
+
+import yaml
+
+from .execute import ANSI_RE, effective_cell_options
+from .source import Cell, Document, Markdown
+
+# metadata that pandoc's template needs; reveal options travel separately as JSON
+META_KEYS = ("title", "subtitle", "author", "date", "institute", "lang", "footer",
+             "title-slide-attributes", "abstract")
+
+
+def _fence_for(text: str, minimum: int = 3) -> str:
+    longest = max([len(m) for m in re.findall(r"`{3,}", text)] + [minimum - 1])
+    return "`" * (longest + 1)
+
+
+def _attr(classes: list[str], ident: str = "", **kv) -> str:
+    parts = [f"#{ident}"] if ident else []
+    parts += [f".{c}" for c in classes]
+    for key, value in kv.items():
+        if value is None:
+            continue
+        text = str(value).replace("\\", "\\\\").replace('"', '\\"')
+        parts.append(f'{key.replace("_", "-")}="{text}"')
+    return "{" + " ".join(parts) + "}"
+
+
+def _code_block(cell: Cell, eff: dict) -> str:
+    cln = eff.get("code-line-numbers", True)
+    cln_attr = str(cln).lower() if isinstance(cln, bool) else str(cln)
+    if eff.get("echo") == "fenced":
+        opts = [l for l in cell.option_lines if not re.match(r"^#\|\s*echo\s*:", l)]
+        body = "\n".join(["```{python}", *opts, cell.code, "```"])
+        fence = _fence_for(body, 4)
+        return f"{fence}{_attr(['markdown', 'cell-code'], code_line_numbers=cln_attr)}\n{body}\n{fence}"
+    fence = _fence_for(cell.code)
+    return f"{fence}{_attr(['python', 'cell-code'], code_line_numbers=cln_attr)}\n{cell.code}\n{fence}"
+
+
+def _text(value) -> str:
+    return "".join(value) if isinstance(value, list) else str(value)
+
+
+def _output_md(out: dict, cell: Cell, eff: dict, k: int, files_dir: Path, rel_dir: str) -> str:
+    kind = out.get("output_type")
+    asis = eff.get("output") == "asis"
+    if kind == "stream":
+        text = ANSI_RE.sub("", _text(out.get("text", ""))).rstrip("\n")
+        if asis and out.get("name") == "stdout":
+            return text
+        cls = "cell-output-stdout" if out.get("name") == "stdout" else "cell-output-stderr"
+        fence = _fence_for(text)
+        return f"::: {{.cell-output .{cls}}}\n{fence}\n{text}\n{fence}\n:::"
+    if kind == "error":
+        tb = ANSI_RE.sub("", "\n".join(out.get("traceback", [])))
+        fence = _fence_for(tb)
+        return f"::: {{.cell-output .cell-output-error}}\n{fence}\n{tb}\n{fence}\n:::"
+    data = out.get("data", {})
+    meta = out.get("metadata", {})
+    if asis:
+        for mime in ("text/markdown", "text/plain"):
+            if mime in data:
+                return _text(data[mime])
+    for mime, ext in (("image/svg+xml", "svg"), ("image/png", "png"), ("image/jpeg", "jpg")):
+        if mime in data:
+            stem = eff.get("label") or f"cell-{cell.index + 1}"
+            name = f"{stem}-output-{k}.{ext}"
+            files_dir.mkdir(parents=True, exist_ok=True)
+            raw = _text(data[mime])
+            (files_dir / name).write_bytes(raw.encode() if ext == "svg" else base64.b64decode(raw))
+            size = meta.get(mime, {}) if isinstance(meta.get(mime), dict) else {}
+            cap = eff.get("fig-cap", "")
+            attrs = _attr([], "", width=size.get("width"), height=size.get("height"),
+                          fig_alt=eff.get("fig-alt"))
+            return f"::: {{.cell-output-display}}\n![{cap}]({rel_dir}/{name}){attrs}\n:::"
+    if "text/html" in data:
+        html = _text(data["text/html"])
+        return f"::: {{.cell-output-display}}\n```{{=html}}\n{html}\n```\n:::"
+    if "text/markdown" in data:
+        return f"::: {{.cell-output-display}}\n{_text(data['text/markdown'])}\n:::"
+    if "text/latex" in data:
+        return f"::: {{.cell-output-display}}\n{_text(data['text/latex'])}\n:::"
+    if "text/plain" in data:
+        text = _text(data["text/plain"])
+        fence = _fence_for(text)
+        return f"::: {{.cell-output .cell-output-display}}\n{fence}\n{text}\n{fence}\n:::"
+    return ""
+
+
+def cell_markdown(cell: Cell, outputs: list, doc_opts: dict, files_dir: Path, rel_dir: str) -> str:
+    eff = effective_cell_options(cell, doc_opts)
+    if eff.get("include") is False:
+        return ""
+    parts = []
+    if eff.get("echo"):
+        parts.append(_code_block(cell, eff))
+    if eff.get("output") is not False:
+        for k, out in enumerate(outputs, start=1):
+            if out.get("output_type") == "stream" and out.get("name") == "stderr" \
+                    and not eff.get("warning") and "Warning" in _text(out.get("text", "")):
+                continue
+            md = _output_md(out, cell, eff, k, files_dir, rel_dir)
+            if md:
+                parts.append(md)
+    if not parts:
+        return ""
+    if eff.get("output") == "asis" and not eff.get("echo"):
+        return "\n\n".join(parts)
+    classes = ["cell"]
+    extra = eff.get("classes") or []
+    classes += extra.split() if isinstance(extra, str) else list(extra)
+    label = eff.get("label") or ""
+    location = eff.get("output-location", "default")
+    attrs = _attr(classes, label if not label.startswith("fig-") else "",
+                  output_location=None if location == "default" else location)
+    return f":::: {attrs}\n" + "\n\n".join(parts) + "\n::::"
+
+
+def write_markdown(doc: Document, outputs: list[list], doc_opts: dict, work_dir: Path) -> Path:
+    """Write ``<work_dir>/<stem>.md`` (+ figures) and return its path."""
+    stem = doc.path.stem
+    rel_dir = f"{stem}_files/figure-revealjs"
+    files_dir = work_dir / rel_dir
+    work_dir.mkdir(parents=True, exist_ok=True)
+    if files_dir.exists():
+        for old in files_dir.iterdir():
+            old.unlink()
+    meta = {k: doc_opts[k] for k in META_KEYS if k in doc_opts}
+    chunks = ["---\n" + yaml.safe_dump(meta, allow_unicode=True, sort_keys=False) + "---"]
+    cell_iter = iter(outputs)
+    for block in doc.blocks:
+        if isinstance(block, Markdown):
+            chunks.append("\n".join(l.text for l in block.lines))
+        else:
+            md = cell_markdown(block, next(cell_iter), doc_opts, files_dir, rel_dir)
+            chunks.append(f"\n{md}\n" if md else "")
+    path = work_dir / f"{stem}.md"
+    path.write_text("\n".join(chunks) + "\n", encoding="utf-8")
+    return path
+
+
+def source_map_json(doc: Document) -> str:
+    """Cells' origins, for debugging the intermediate markdown."""
+    return json.dumps([{"cell": c.index + 1, "file": str(c.file), "line": c.line} for c in doc.cells])

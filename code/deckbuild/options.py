@@ -1,0 +1,296 @@
+"""Stage 1: read and merge options.
+
+``_quarto.yml`` (project), ``_metadata.yml`` (directory) and a document's front matter are
+merged the way Quarto merges them: maps merge key by key, a later scalar replaces an
+earlier one, and lists are concatenated with duplicates dropped (keeping the last).
+Within each level, the keys of ``format: revealjs:`` override that level's top-level keys.
+Quarto's revealjs defaults sit underneath everything.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .errors import DeckError
+
+# Quarto's defaults for `format: revealjs` (the ones this renderer honours).
+REVEALJS_DEFAULTS: dict[str, Any] = {
+    "echo": False,
+    "eval": True,
+    "output": True,
+    "include": True,
+    "error": False,
+    "warning": False,
+    "fig-width": 10,
+    "fig-height": 5,
+    "fig-dpi": 96,
+    "fig-format": "retina",
+    "code-line-numbers": True,
+    "slide-level": 2,
+    "incremental": False,
+    "smaller": False,
+    "scrollable": False,
+    "html-math-method": "katex",
+    "theme": ["default"],
+    # reveal.js configuration, as Quarto sets it
+    "width": 1050,
+    "height": 700,
+    "margin": 0.1,
+    "min-scale": 0.2,
+    "max-scale": 2.0,
+    "center": False,
+    "transition": "none",
+    "background-transition": "none",
+    "transition-speed": "default",
+    "hash": True,
+    "hash-one-based-index": False,
+    "history": True,
+    "navigation-mode": "linear",
+    "controls": True,
+    "controls-tutorial": False,
+    "controls-layout": "edges",
+    "controls-back-arrows": "faded",
+    "progress": True,
+    "slide-number": False,
+    "show-slide-number": "all",
+    "keyboard": True,
+    "overview": True,
+    "touch": True,
+    "loop": False,
+    "rtl": False,
+    "shuffle": False,
+    "fragments": True,
+    "fragment-in-url": True,
+    "embedded": False,
+    "help": True,
+    "pause": True,
+    "show-notes": False,
+    "auto-play-media": None,
+    "auto-slide": 0,
+    "auto-slide-stoppable": True,
+    "mouse-wheel": False,
+    "preview-links": False,
+    "view-distance": 3,
+    "pdf-max-pages-per-slide": 1,
+    "pdf-separate-fragments": False,
+    "pdf-page-height-offset": -1,
+    "display": "block",
+    "hide-inactive-cursor": True,
+    "hide-cursor-time": 5000,
+}
+
+# Options that configure reveal.js itself (kebab-case here, camelCase in JavaScript).
+REVEAL_CONFIG_KEYS = [
+    "width", "height", "margin", "min-scale", "max-scale", "center", "transition",
+    "background-transition", "transition-speed", "hash", "hash-one-based-index", "history",
+    "navigation-mode", "controls", "controls-tutorial", "controls-layout",
+    "controls-back-arrows", "progress", "slide-number", "show-slide-number", "keyboard",
+    "overview", "touch", "loop", "rtl", "shuffle", "fragments", "fragment-in-url",
+    "embedded", "help", "pause", "show-notes", "auto-play-media", "auto-slide",
+    "auto-slide-stoppable", "mouse-wheel", "preview-links", "view-distance",
+    "pdf-max-pages-per-slide", "pdf-separate-fragments", "pdf-page-height-offset",
+    "display", "hide-inactive-cursor", "hide-cursor-time",
+]
+
+# Execution options that may be set for a whole document (top level or under `execute:`).
+EXECUTE_KEYS = ["echo", "eval", "output", "include", "error", "warning"]
+
+# Options whose values are paths, resolved against the file that declares them.
+PATH_KEYS = ["logo", "css", "theme"]
+
+BUILTIN_THEMES = {"default"}
+
+CONFIG_FILE = "_quarto.yml"
+DIR_METADATA_FILE = "_metadata.yml"
+
+
+def load_yaml(text: str, file: Path | str, first_line: int = 1) -> dict:
+    """Parse YAML text that starts at ``first_line`` of ``file``; errors name file and line."""
+    try:
+        data = yaml.safe_load(text)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = first_line + mark.line if mark else first_line
+        raise DeckError(f"malformed YAML: {exc.problem or exc.context}", file, line) from None
+    except yaml.YAMLError as exc:  # pragma: no cover - unmarked YAML errors are rare
+        raise DeckError(f"malformed YAML: {exc}", file, first_line) from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise DeckError("YAML must be a mapping of option names to values", file, first_line)
+    return data
+
+
+def merge(base: Any, over: Any) -> Any:
+    """Quarto's merge: maps merge recursively, lists concatenate (dedup, last wins)."""
+    if isinstance(base, dict) and isinstance(over, dict):
+        out = dict(base)
+        for key, value in over.items():
+            out[key] = merge(base[key], value) if key in base else copy.deepcopy(value)
+        return out
+    if isinstance(base, list) or isinstance(over, list):
+        if over is None:
+            return copy.deepcopy(base)
+        if base is None:
+            return copy.deepcopy(over)
+        a = base if isinstance(base, list) else [base]
+        b = over if isinstance(over, list) else [over]
+        combined, seen = [], set()
+        for item in reversed(a + b):
+            key = json.dumps(item, sort_keys=True, default=str)
+            if key not in seen:
+                seen.add(key)
+                combined.append(item)
+        return list(reversed(combined))
+    return copy.deepcopy(over)
+
+
+@dataclass
+class Source:
+    """One level of options: its mapping and the YAML file (and first line) it came from."""
+
+    data: dict
+    file: Path
+    first_line: int = 1
+    text: str = ""
+
+    def line_of(self, needle: str) -> int:
+        """Best line to blame for a value: the first line of the YAML mentioning it."""
+        for i, line in enumerate(self.text.splitlines()):
+            if needle in line:
+                return self.first_line + i
+        return self.first_line
+
+
+def _as_format(src: Source) -> dict:
+    """One level's options for revealjs: top-level keys, then `format: revealjs:` over them."""
+    data = dict(src.data)
+    fmt = data.pop("format", None)
+    execute = data.pop("execute", None)
+    level: dict = {}
+    if isinstance(execute, dict):
+        level = merge(level, {k: v for k, v in execute.items()})
+    level = merge(level, data)
+    if isinstance(fmt, dict):
+        reveal = fmt.get("revealjs")
+        if isinstance(reveal, dict):
+            reveal = dict(reveal)
+            rexec = reveal.pop("execute", None)
+            if isinstance(rexec, dict):
+                level = merge(level, rexec)
+            level = merge(level, reveal)
+    elif fmt is not None and fmt != "revealjs":
+        raise DeckError(f"format '{fmt}' is not supported by this renderer (only revealjs)",
+                        src.file, src.line_of("format"))
+    return _resolve_paths(level, src)
+
+
+def _resolve_paths(level: dict, src: Source) -> dict:
+    base = src.file.parent
+    for key in PATH_KEYS:
+        if key not in level or level[key] in (None, False):
+            continue
+        values = level[key] if isinstance(level[key], list) else [level[key]]
+        resolved = []
+        for value in values:
+            if key == "theme" and isinstance(value, str) and value in BUILTIN_THEMES:
+                resolved.append(value)
+                continue
+            if not isinstance(value, str):
+                raise DeckError(f"option '{key}' must be a path, got {value!r}", src.file,
+                                src.line_of(key))
+            path = (base / value).resolve()
+            if not path.exists():
+                what = "theme file" if key == "theme" else f"{key} file"
+                raise DeckError(f"{what} not found: {value} (looked for {path})", src.file,
+                                src.line_of(value))
+            resolved.append(str(path))
+        level[key] = resolved if isinstance(level[key], list) or key in ("theme", "css") else resolved[0]
+    return level
+
+
+def find_project_root(start: Path) -> Path | None:
+    """The nearest directory at or above ``start`` holding ``_quarto.yml``."""
+    start = start.resolve()
+    for directory in [start, *start.parents] if start.is_dir() else start.parents:
+        if (directory / CONFIG_FILE).exists():
+            return directory
+    return None
+
+
+def read_yaml_file(path: Path) -> Source:
+    text = path.read_text(encoding="utf-8")
+    return Source(load_yaml(text, path), path, 1, text)
+
+
+@dataclass
+class Project:
+    root: Path
+    config: Source | None
+    output_dir: Path
+    render: list[Path] = field(default_factory=list)
+
+
+def load_project(root: Path) -> Project:
+    cfg_path = root / CONFIG_FILE
+    config = read_yaml_file(cfg_path) if cfg_path.exists() else None
+    project = (config.data.get("project") or {}) if config else {}
+    if not isinstance(project, dict):
+        raise DeckError("'project' must be a mapping", cfg_path, config.line_of("project"))
+    out = root / str(project.get("output-dir", "_output"))
+    render = []
+    for item in project.get("render") or []:
+        path = root / item
+        if not path.exists():
+            raise DeckError(f"file listed under project: render not found: {item}", cfg_path,
+                            config.line_of(item))
+        render.append(path)
+    if not render:
+        render = sorted(p for p in root.rglob("*.qmd")
+                        if not any(part.startswith(("_", ".")) for part in p.relative_to(root).parts)
+                        and "node_modules" not in p.parts)
+    return Project(root, config, out, render)
+
+
+def resolve_options(project: Project | None, doc_file: Path, front: Source) -> dict:
+    """Effective options for one document: defaults < project < directory < document."""
+    levels: list[Source] = []
+    if project and project.config:
+        cfg = dict(project.config.data)
+        cfg.pop("project", None)
+        levels.append(Source(cfg, project.config.file, 1, project.config.text))
+        # _metadata.yml files between the project root and the document
+        rel_dirs = doc_file.resolve().parent.relative_to(project.root.resolve()).parts
+        directory = project.root
+        for part in rel_dirs:
+            directory = directory / part
+            meta = directory / DIR_METADATA_FILE
+            if meta.exists():
+                levels.append(read_yaml_file(meta))
+    levels.append(front)
+    merged = copy.deepcopy(REVEALJS_DEFAULTS)
+    # `theme` replaces rather than extends the default theme list
+    for src in levels:
+        level = _as_format(src)
+        if "theme" in level:
+            merged["theme"] = []
+        merged = merge(merged, level)
+    return merged
+
+
+def reveal_config(opts: dict) -> dict:
+    """The reveal.js `Reveal.initialize` configuration (camelCase) from merged options."""
+    out = {}
+    for key in REVEAL_CONFIG_KEYS:
+        if key in opts:
+            out[re.sub(r"-([a-z])", lambda m: m.group(1).upper(), key)] = opts[key]
+    if out.get("slideNumber") is True:
+        out["slideNumber"] = "c/t"
+    return out

@@ -1,0 +1,277 @@
+"""Stage 1 (continued): read a .qmd file into front matter and a list of blocks.
+
+Includes (``{{< include file >}}``) are expanded first, keeping for every line the file
+and line it came from, so every later error can name the original place. Then the text
+is split into markdown chunks and executable ``{python}`` cells with their ``#|`` options.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .errors import DeckError
+from .options import Source, load_yaml
+
+INCLUDE_RE = re.compile(r"^\s*\{\{<\s*include\s+(?P<path>[^\s>]+)\s*>\}\}\s*$")
+ESCAPED_SHORTCODE_RE = re.compile(r"\{\{</\*(.*?)\*/>\}\}")
+SHORTCODE_RE = re.compile(r"\{\{<\s*(\w[\w-]*)")
+FENCE_OPEN_RE = re.compile(r"^(?P<indent> {0,3})(?P<fence>`{3,}|~{3,})\s*(?P<info>.*?)\s*$")
+EXEC_INFO_RE = re.compile(r"^\{(?P<engine>[A-Za-z][\w-]*)(?P<rest>[^}]*)\}$")
+OPTION_LINE_RE = re.compile(r"^#\|\s?(?P<text>.*)$")
+IMAGE_RE = re.compile(r"!\[[^\]]*\]\(\s*<?(?P<src>[^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
+BACKGROUND_RE = re.compile(r"background-(?:image|video|iframe)=\"?(?P<src>[^\"\s}]+)\"?")
+
+# Cell options this renderer understands, with a check of each value.
+_BOOL = (bool,)
+CELL_OPTIONS: dict[str, Any] = {
+    "echo": lambda v: isinstance(v, bool) or v == "fenced",
+    "eval": lambda v: isinstance(v, bool),
+    "output": lambda v: isinstance(v, bool) or v == "asis",
+    "include": lambda v: isinstance(v, bool),
+    "error": lambda v: isinstance(v, bool),
+    "warning": lambda v: isinstance(v, bool),
+    "fig-cap": lambda v: isinstance(v, str),
+    "fig-alt": lambda v: isinstance(v, str),
+    "fig-width": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0,
+    "fig-height": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0,
+    "label": lambda v: isinstance(v, str) and re.fullmatch(r"[\w-]+", v) is not None,
+    "classes": lambda v: isinstance(v, str) or (isinstance(v, list) and all(isinstance(x, str) for x in v)),
+    "code-line-numbers": lambda v: isinstance(v, bool) or (
+        isinstance(v, (str, int)) and re.fullmatch(r"[\d,\-\s|]+", str(v)) is not None),
+    "output-location": lambda v: v in ("default", "fragment", "column", "column-fragment", "slide"),
+}
+EXPECTED = {
+    "echo": "true, false or fenced", "output": "true, false or asis",
+    "code-line-numbers": "true, false or line ranges like \"1,3|5-6\"",
+    "output-location": "default, fragment, column, column-fragment or slide",
+    "fig-width": "a positive number (inches)", "fig-height": "a positive number (inches)",
+    "label": "a name of letters, digits, - and _", "classes": "a string of class names",
+    "fig-cap": "a string", "fig-alt": "a string",
+}
+
+
+@dataclass
+class Line:
+    text: str
+    file: Path
+    lineno: int
+
+
+@dataclass
+class Markdown:
+    lines: list[Line]
+
+
+@dataclass
+class Cell:
+    """One executable ``{python}`` cell."""
+
+    index: int          # 0-based among the document's cells
+    code: str           # source without the #| option lines
+    options: dict       # only the options written on the cell
+    option_lines: list[str]
+    file: Path
+    line: int           # line of the opening fence
+    slide_title: str    # title of the slide the cell sits on
+    fence: str = "```"
+
+    def where(self) -> str:
+        return f"{self.file}:{self.line}"
+
+
+@dataclass
+class Document:
+    path: Path
+    front: Source
+    blocks: list = field(default_factory=list)   # Markdown | Cell, in order
+
+    @property
+    def cells(self) -> list[Cell]:
+        return [b for b in self.blocks if isinstance(b, Cell)]
+
+
+def split_front_matter(text: str, path: Path) -> tuple[Source, list[str], int]:
+    """Return (front matter, body lines, line number of the first body line)."""
+    lines = text.splitlines()
+    if lines and lines[0].strip() == "---":
+        for i in range(1, len(lines)):
+            if lines[i].strip() in ("---", "..."):
+                yaml_text = "\n".join(lines[1:i])
+                data = load_yaml(yaml_text, path, first_line=2)
+                return Source(data, path, 2, yaml_text), lines[i + 1:], i + 2
+        raise DeckError("front matter opened with '---' is never closed", path, 1)
+    return Source({}, path, 1, ""), lines, 1
+
+
+def expand_includes(lines: list[str], path: Path, first: int, root: Path,
+                    stack: tuple[Path, ...] = ()) -> list[Line]:
+    """Expand ``{{< include >}}`` recursively; each output line remembers its origin."""
+    out: list[Line] = []
+    fence: str | None = None
+    for offset, text in enumerate(lines):
+        lineno = first + offset
+        m = INCLUDE_RE.match(text)
+        if m and fence is None:
+            target_name = m.group("path").strip("\"'")
+            target = (root / target_name.lstrip("/")) if target_name.startswith("/") \
+                else (path.parent / target_name)
+            target = target.resolve()
+            if not target.is_file():
+                raise DeckError(f"included file not found: {target_name} (looked for {target})",
+                                path, lineno)
+            if target in stack or target == path.resolve():
+                raise DeckError(f"include cycle: {target_name} includes itself", path, lineno)
+            inc_text = target.read_text(encoding="utf-8")
+            front, body, body_first = split_front_matter(inc_text, target)
+            out.extend(expand_includes(body, target, body_first, root,
+                                       stack + (path.resolve(),)))
+            continue
+        fm = FENCE_OPEN_RE.match(text)
+        if fm:
+            marker = fm.group("fence")
+            if fence is None:
+                fence = marker
+            elif marker[0] == fence[0] and len(marker) >= len(fence) and not fm.group("info"):
+                fence = None
+        out.append(Line(text, path, lineno))
+    return out
+
+
+def _title_of(line: str, slide_level: int) -> str | None:
+    m = re.match(r"^(#{1,6})\s+(.*?)\s*(\{.*\})?\s*$", line)
+    if m and len(m.group(1)) <= slide_level:
+        return m.group(2)
+    return None
+
+
+def parse_cell_options(option_lines: list[Line], file: Path, fence_line: int) -> dict:
+    text = "\n".join(OPTION_LINE_RE.match(l.text).group("text") for l in option_lines)
+    first = option_lines[0].lineno if option_lines else fence_line + 1
+    try:
+        data = yaml.safe_load(text) if text.strip() else {}
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark
+        line = option_lines[min(mark.line, len(option_lines) - 1)].lineno if mark else first
+        raise DeckError(f"malformed cell option YAML: {exc.problem}", file, line) from None
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise DeckError("cell options must be 'name: value' lines", file, first)
+    for key, value in data.items():
+        line = next((l.lineno for l in option_lines
+                     if re.match(rf"^#\|\s*{re.escape(str(key))}\s*:", l.text)), first)
+        if key not in CELL_OPTIONS:
+            known = ", ".join(sorted(CELL_OPTIONS))
+            raise DeckError(f"unknown cell option '{key}' (known options: {known})", file, line)
+        if not CELL_OPTIONS[key](value):
+            expected = EXPECTED.get(key, "true or false")
+            raise DeckError(f"cell option '{key}' must be {expected}, got {value!r}", file, line)
+    return data
+
+
+def parse(path: Path, root: Path, slide_level: int = 2) -> Document:
+    """Read ``path`` (a .qmd) into a Document; ``root`` is the project root for /includes."""
+    path = Path(path)
+    if not path.is_file():
+        raise DeckError("document not found", path)
+    text = path.read_text(encoding="utf-8")
+    front, body, body_first = split_front_matter(text, path)
+    lines = expand_includes(body, path, body_first, root)
+    doc = Document(path, front)
+    chunk: list[Line] = []
+    title = str(front.data.get("title", "")) if isinstance(front.data, dict) else ""
+    i = 0
+    n_cells = 0
+    while i < len(lines):
+        line = lines[i]
+        fm = FENCE_OPEN_RE.match(line.text)
+        if not fm:
+            t = _title_of(line.text, slide_level)
+            if t is not None:
+                title = t
+            m = SHORTCODE_RE.search(ESCAPED_SHORTCODE_RE.sub("", line.text))
+            if m and m.group(1) != "include":
+                raise DeckError(f"unsupported shortcode '{m.group(1)}' (only include is supported)",
+                                line.file, line.lineno)
+            if m and m.group(1) == "include":
+                raise DeckError("an include shortcode must stand alone on its line",
+                                line.file, line.lineno)
+            chunk.append(Line(ESCAPED_SHORTCODE_RE.sub(r"{{<\1>}}", line.text), line.file, line.lineno))
+            i += 1
+            continue
+        marker = fm.group("fence")
+        info = fm.group("info")
+        # find the closing fence
+        j = i + 1
+        while j < len(lines):
+            cm = FENCE_OPEN_RE.match(lines[j].text)
+            if cm and cm.group("fence")[0] == marker[0] and len(cm.group("fence")) >= len(marker) \
+                    and not cm.group("info"):
+                break
+            j += 1
+        if j >= len(lines) or lines[j].file != line.file:
+            kind = f"cell fence '{marker}{info}'" if info.startswith("{") else f"code fence '{marker}'"
+            raise DeckError(f"unclosed {kind}: no closing '{marker}' before the end of the file",
+                            line.file, line.lineno)
+        em = EXEC_INFO_RE.match(info)
+        if em and not info.startswith("{="):
+            engine = em.group("engine")
+            if engine != "python":
+                raise DeckError(f"unsupported cell engine '{{{engine}}}' (only {{python}} cells run)",
+                                line.file, line.lineno)
+            if chunk:
+                doc.blocks.append(Markdown(chunk))
+                chunk = []
+            inner = lines[i + 1:j]
+            opt_lines = []
+            for l in inner:
+                if OPTION_LINE_RE.match(l.text):
+                    opt_lines.append(l)
+                else:
+                    break
+            code_lines = inner[len(opt_lines):]
+            options = parse_cell_options(opt_lines, line.file, line.lineno)
+            doc.blocks.append(Cell(
+                index=n_cells, code="\n".join(l.text for l in code_lines).strip("\n"),
+                options=options, option_lines=[l.text for l in opt_lines], file=line.file,
+                line=line.lineno, slide_title=title, fence=marker))
+            n_cells += 1
+        else:
+            chunk.extend(lines[i:j + 1])
+        i = j + 1
+    if chunk:
+        doc.blocks.append(Markdown(chunk))
+    return doc
+
+
+def check_resources(doc: Document) -> list[Path]:
+    """Every image and slide background the markdown names must exist; return their paths."""
+    found: list[Path] = []
+    for block in doc.blocks:
+        if not isinstance(block, Markdown):
+            continue
+        in_code = None
+        for line in block.lines:
+            fm = FENCE_OPEN_RE.match(line.text)
+            if fm:
+                in_code = None if in_code else fm.group("fence")
+                continue
+            if in_code:
+                continue
+            for m in list(IMAGE_RE.finditer(line.text)) + list(BACKGROUND_RE.finditer(line.text)):
+                src = m.group("src")
+                if re.match(r"^[a-z][a-z0-9+.-]*:", src) or src.startswith("#"):
+                    if src.startswith(("http:", "https:")):
+                        raise DeckError(f"image {src} is remote; the deck must work offline",
+                                        line.file, line.lineno)
+                    continue
+                if not (doc.path.parent / src).exists():
+                    raise DeckError(f"image not found: {src} (looked for {doc.path.parent / src})",
+                                    line.file, line.lineno)
+                found.append((doc.path.parent / src).resolve())
+    return found

@@ -1,0 +1,119 @@
+"""Stage 4: compile the theme with dart-sass, layered the way Quarto layers it.
+
+``theme: [default, custom_lab.scss]``: each user file is split at its
+``/*-- scss:functions|defaults|mixins|rules --*/`` markers and assembled as
+user functions, user defaults (later files first, so they win over earlier ones),
+deckbuild's base defaults, user mixins, deckbuild's base rules, user rules (in order).
+The compiled CSS is cached by a hash of the assembled source.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import DeckError
+
+RESOURCES = Path(__file__).parent / "resources"
+SECTION_RE = re.compile(r"^/\*--\s*scss:(functions|defaults|mixins|rules)\s*--\*/\s*$")
+SECTIONS = ("functions", "defaults", "mixins", "rules")
+
+
+@dataclass
+class Piece:
+    text: str
+    file: Path
+    first_line: int
+
+
+def split_layers(path: Path) -> dict[str, list[Piece]]:
+    layers: dict[str, list[Piece]] = {s: [] for s in SECTIONS}
+    current, buf, start = None, [], 1
+    lines = path.read_text(encoding="utf-8").splitlines()
+    for i, line in enumerate(lines, start=1):
+        m = SECTION_RE.match(line.strip())
+        if m:
+            if current and buf:
+                layers[current].append(Piece("\n".join(buf), path, start))
+            current, buf, start = m.group(1), [], i + 1
+        elif current is None:
+            if line.strip() and not line.strip().startswith("//"):
+                raise DeckError("theme file must start with a /*-- scss:defaults --*/ or "
+                                "/*-- scss:rules --*/ section marker", path, i)
+        else:
+            buf.append(line)
+    if current and buf:
+        layers[current].append(Piece("\n".join(buf), path, start))
+    if current is None:
+        raise DeckError("theme file has no /*-- scss:... --*/ section markers", path, 1)
+    return layers
+
+
+def assemble(themes: list[str]) -> list[Piece]:
+    user = [split_layers(Path(t)) for t in themes if t != "default"]
+    base = RESOURCES / "theme"
+    pieces: list[Piece] = []
+    for layers in user:
+        pieces += layers["functions"]
+    for layers in reversed(user):
+        pieces += layers["defaults"]
+    pieces.append(Piece((base / "_defaults.scss").read_text(), base / "_defaults.scss", 1))
+    for layers in user:
+        pieces += layers["mixins"]
+    pieces.append(Piece((base / "_rules.scss").read_text(), base / "_rules.scss", 1))
+    for layers in user:
+        pieces += layers["rules"]
+    return pieces
+
+
+def sass_command(root: Path) -> list[str]:
+    sass_js = root / "node_modules" / "sass" / "sass.js"
+    if not sass_js.exists():
+        raise DeckError("dart-sass not found: run `make deck` (npm ci) to install node_modules/",
+                        root / "package.json")
+    return ["node", str(sass_js)]
+
+
+def compile_theme(themes: list[str], root: Path, cache_dir: Path) -> tuple[Path, bool]:
+    """Return (path of the compiled CSS, whether it came from the cache)."""
+    pieces = assemble(themes)
+    text_parts, origin = [], []   # origin[i] = (piece, first line of piece in assembled file)
+    line = 1
+    for piece in pieces:
+        header = f"// ---- {piece.file.name}"
+        text_parts.append(header)
+        line += 1
+        origin.append((piece, line))
+        text_parts.append(piece.text)
+        line += piece.text.count("\n") + 1
+    source = "\n".join(text_parts) + "\n"
+    sass_js = root / "node_modules" / "sass" / "package.json"
+    version = sass_js.read_text() if sass_js.exists() else ""
+    key = hashlib.sha256((source + version).encode()).hexdigest()[:24]
+    out = cache_dir / f"theme-{key}.css"
+    if out.exists():
+        return out, True
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    scss = cache_dir / f"theme-{key}.scss"
+    scss.write_text(source)
+    tmp = out.with_suffix(f".tmp{os.getpid()}")
+    proc = subprocess.run([*sass_command(root), "--no-source-map", "--style=compressed",
+                           "--quiet-deps", "--silence-deprecation=import,global-builtin,color-functions",
+                           str(scss), str(tmp)], capture_output=True, text=True)
+    if proc.returncode != 0:
+        err = proc.stderr[proc.stderr.find("Error:"):] if "Error:" in proc.stderr else proc.stderr
+        m = re.search(re.escape(scss.name) + r"\s+(\d+):(\d+)", err)
+        file, lno = scss, None
+        if m:
+            at = int(m.group(1))
+            for piece, first in origin:
+                if first <= at < first + piece.text.count("\n") + 1:
+                    file, lno = piece.file, piece.first_line + at - first
+        msg = err.strip().splitlines()[0] if err.strip() else "sass failed"
+        raise DeckError(f"theme does not compile: {msg}", file, lno, err.strip())
+    os.replace(tmp, out)
+    return out, False

@@ -1,0 +1,85 @@
+"""The built decks in headless Chromium: every slide checked with all fragments shown,
+screenshots saved, the PDF has one page per slide. Decks are built once per session."""
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, copy_deck
+from deckbuild import browser
+from deckbuild.build import BuildSettings, build_document
+
+
+@pytest.fixture(scope="session")
+def checked(tmp_path_factory, browser_ready):
+    """Build the feature test deck and the project's own deck (HTML + PDF), check both in
+    one browser session. Screenshots: <build dir>/<stem>_screenshots/slide-NN.png."""
+    out = {}
+    root = copy_deck("features", tmp_path_factory.mktemp("browser"))
+    decks = {"features": root / "deck.qmd", "project": REPO / "slides" / "index.qmd"}
+    results = {name: build_document(path, BuildSettings(), lambda *a, **k: None)
+               for name, path in decks.items()}
+    with browser.browser() as ctx:
+        for name, result in results.items():
+            shots = result.html.with_name(f"{result.html.stem}_screenshots")
+            out[name] = (result, browser.check_deck(result.html, shots, ctx=ctx))
+    return out
+
+
+DECKS = ["features", "project"]
+
+
+@pytest.mark.parametrize("name", DECKS)
+def test_every_slide_passes_the_browser_checks(checked, name):
+    _, report = checked[name]
+    assert report.slides, "no slides found"
+    assert report.problems() == []
+
+
+@pytest.mark.parametrize("name", DECKS)
+def test_no_request_leaves_file_and_no_console_error(checked, name):
+    _, report = checked[name]
+    assert report.requests == [] and report.console == []
+
+
+@pytest.mark.parametrize("name", DECKS)
+def test_pdf_has_one_page_per_slide(checked, name):
+    result, report = checked[name]
+    assert browser.pdf_pages(result.pdf) == report.total_slides == len(report.slides)
+    if shutil.which("pdfinfo"):
+        info = subprocess.run(["pdfinfo", str(result.pdf)], capture_output=True, text=True).stdout
+        pages = next(l.split()[-1] for l in info.splitlines() if l.startswith("Pages:"))
+        assert int(pages) == report.total_slides
+
+
+@pytest.mark.parametrize("name", DECKS)
+def test_a_screenshot_of_every_slide(checked, name):
+    _, report = checked[name]
+    for slide in report.slides:
+        shot = Path(slide.screenshot)
+        assert shot.exists() and shot.stat().st_size > 5000
+        assert shot.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_feature_deck_has_what_the_sources_ask_for(checked):
+    result, report = checked["features"]
+    html = result.html.read_text()
+    assert report.total_slides == 11   # title + 9 slides + the output-location: slide one
+    assert 'class="notes"' in html and "callout-tip" in html and "data-code-line-numbers" in html
+    assert "katex" in html and "data-background-color" in html and "🚀" in html
+    assert "Feature deck footer" in html and "slide-logo" in html
+    assert "https://" not in html.split("<body>", 1)[1].split("<script")[0]
+    assert report.speaker_view == []
+
+
+def test_overflow_is_detected(tmp_path, browser_ready):
+    """The checks are not vacuous: a slide that is too long and a cut code line are caught."""
+    root = copy_deck("overflow", tmp_path)
+    result = build_document(root / "deck.qmd", BuildSettings(html_only=True), lambda *a, **k: None)
+    report = browser.check_deck(result.html, speaker_view=False)
+    kinds = {(s.title, p["kind"]) for s in report.slides for p in s.problems}
+    assert ("Far too much", "overflow") in kinds
+    assert ("A long code line", "cut") in kinds
+    assert ("Overflow", "logo") in kinds   # this deck has no logo

@@ -1,0 +1,75 @@
+"""The execution cache: what invalidates a cell, and that a warm build starts no kernel."""
+
+from pathlib import Path
+
+from deckbuild.build import BuildSettings, build_document
+from deckbuild.execute import cell_keys, package_hash
+from deckbuild.options import REVEALJS_DEFAULTS
+from deckbuild.source import parse
+
+
+def keys_for(tmp_path: Path, cells: list[str], pkg: str = "p") -> list[str]:
+    path = tmp_path / "d.qmd"
+    path.write_text("## S\n\n" + "\n\n".join(f"```{{python}}\n{c}\n```" for c in cells) + "\n")
+    return cell_keys(parse(path, tmp_path), dict(REVEALJS_DEFAULTS), pkg)
+
+
+def test_changing_a_cell_changes_its_key_and_every_later_key(tmp_path):
+    a = keys_for(tmp_path, ["x = 1", "y = 2", "z = 3"])
+    b = keys_for(tmp_path, ["x = 1", "y = 20", "z = 3"])
+    assert a[0] == b[0] and a[1] != b[1] and a[2] != b[2]
+
+
+def test_options_and_package_source_are_part_of_the_key(tmp_path):
+    a = keys_for(tmp_path, ["x = 1"])
+    assert keys_for(tmp_path, ["#| echo: true\nx = 1"]) != a
+    assert keys_for(tmp_path, ["x = 1"], pkg="other") != a
+    assert keys_for(tmp_path, ["x = 1"]) == a
+
+
+def test_package_hash_covers_python_files_under_code(deck):
+    root = deck("cache")
+    before = package_hash(root)
+    (root / "code" / "labpkg" / "__init__.py").write_text("VALUE = 2\n")
+    assert package_hash(root) != before
+    (root / "code" / "labpkg" / "notes.txt").write_text("not python")
+    assert package_hash(root) == package_hash(root)
+
+
+def _pids(html: Path) -> tuple[str, str]:
+    text = html.read_text()
+    first = text.split("first ", 1)[1].split("\n", 1)[0]
+    second = text.split("second ", 1)[1].split("\n", 1)[0]
+    return first, second
+
+
+def test_warm_build_reuses_outputs_and_package_change_reexecutes(deck, lines):
+    root = deck("cache")
+    settings = BuildSettings(html_only=True)
+    r1 = build_document(root / "deck.qmd", settings, lines)
+    assert any("kernel ready" in l for l in lines)
+    first = _pids(r1.html)
+    lines.clear()
+    r2 = build_document(root / "deck.qmd", settings, lines)
+    assert not any("kernel ready" in l for l in lines) and r2.up_to_date
+    assert _pids(r2.html) == first
+    # a change to the package re-executes the cells (new kernel, new pid)
+    (root / "code" / "labpkg" / "__init__.py").write_text("VALUE = 7\n")
+    lines.clear()
+    r3 = build_document(root / "deck.qmd", settings, lines)
+    assert any("kernel ready" in l for l in lines)
+    assert "first 7 " in r3.html.read_text() and _pids(r3.html) != first
+
+
+def test_changed_cell_and_no_cache(deck, lines):
+    root = deck("cache")
+    settings = BuildSettings(html_only=True)
+    build_document(root / "deck.qmd", settings, lines)
+    text = (root / "deck.qmd").read_text().replace('print("second"', 'print("second", "changed"')
+    (root / "deck.qmd").write_text(text)
+    lines.clear()
+    r = build_document(root / "deck.qmd", settings, lines)
+    assert any("kernel ready" in l for l in lines) and "second changed" in r.html.read_text()
+    lines.clear()
+    build_document(root / "deck.qmd", BuildSettings(html_only=True, use_cache=False), lines)
+    assert any("kernel ready" in l for l in lines)

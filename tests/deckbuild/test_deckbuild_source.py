@@ -1,0 +1,138 @@
+"""The .qmd reader: front matter, includes with their origins, cells and cell options."""
+
+from pathlib import Path
+
+import pytest
+
+from deckbuild.errors import DeckError
+from deckbuild.source import Cell, Markdown, check_resources, parse
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def test_includes_expand_recursively_and_keep_their_origin(tmp_path):
+    write(tmp_path / "parts" / "a.qmd", "## From A\n\n{{< include b.qmd >}}\n")
+    write(tmp_path / "parts" / "b.qmd", "line one of b\n\n```{python}\n#| echo: true\nx = 1\n```\n")
+    doc = parse(write(tmp_path / "d.qmd", "---\ntitle: T\n---\n\n{{< include parts/a.qmd >}}\n"), tmp_path)
+    assert doc.front.data == {"title": "T"}
+    text_lines = [l for b in doc.blocks if isinstance(b, Markdown) for l in b.lines]
+    b_line = next(l for l in text_lines if l.text == "line one of b")
+    assert b_line.file.name == "b.qmd" and b_line.lineno == 1
+    (cell,) = doc.cells
+    assert cell.file.name == "b.qmd" and cell.line == 3
+    assert cell.options == {"echo": True} and cell.code == "x = 1"
+    assert cell.slide_title == "From A"
+
+
+def test_escaped_shortcode_is_kept_literally(tmp_path):
+    doc = parse(write(tmp_path / "d.qmd", "Write {{</* include x.qmd */>}} to include.\n"), tmp_path)
+    assert "{{< include x.qmd >}}" in doc.blocks[0].lines[0].text
+
+
+def test_missing_include_names_file_and_line(deck):
+    root = deck("errors")
+    with pytest.raises(DeckError) as info:
+        parse(root / "missing-include.qmd", root)
+    assert (Path(info.value.file).name, info.value.line) == ("missing-include.qmd", 7)
+    assert "included file not found: parts/nowhere.qmd" in str(info.value)
+
+
+def test_include_cycle_is_an_error(tmp_path):
+    write(tmp_path / "a.qmd", "{{< include b.qmd >}}\n")
+    write(tmp_path / "b.qmd", "{{< include a.qmd >}}\n")
+    with pytest.raises(DeckError, match="include cycle"):
+        parse(tmp_path / "a.qmd", tmp_path)
+
+
+def test_unknown_cell_option_names_file_line_and_option(deck):
+    root = deck("errors")
+    with pytest.raises(DeckError) as info:
+        parse(root / "unknown-option.qmd", root)
+    assert (Path(info.value.file).name, info.value.line) == ("unknown-option.qmd", 9)
+    assert "unknown cell option 'fig-colour'" in str(info.value)
+
+
+def test_bad_option_value(deck):
+    root = deck("errors")
+    with pytest.raises(DeckError) as info:
+        parse(root / "bad-value.qmd", root)
+    assert info.value.line == 8
+    assert "'output-location' must be default, fragment, column, column-fragment or slide" in str(info.value)
+
+
+def test_malformed_cell_option_yaml(deck):
+    root = deck("errors")
+    with pytest.raises(DeckError) as info:
+        parse(root / "cell-yaml.qmd", root)
+    assert Path(info.value.file).name == "cell-yaml.qmd" and info.value.line in (9, 10)
+    assert "malformed cell option YAML" in str(info.value)
+
+
+def test_unclosed_cell_fence(deck):
+    root = deck("errors")
+    with pytest.raises(DeckError) as info:
+        parse(root / "unclosed-fence.qmd", root)
+    assert (Path(info.value.file).name, info.value.line) == ("unclosed-fence.qmd", 7)
+    assert "unclosed cell fence" in str(info.value)
+
+
+def test_malformed_front_matter_names_line(deck):
+    root = deck("errors")
+    with pytest.raises(DeckError) as info:
+        parse(root / "bad-yaml.qmd", root)
+    assert Path(info.value.file).name == "bad-yaml.qmd" and info.value.line in (5, 6)
+    assert "malformed YAML" in str(info.value)
+
+
+def test_unclosed_front_matter(deck):
+    root = deck("errors")
+    with pytest.raises(DeckError, match="front matter opened with '---' is never closed") as info:
+        parse(root / "unclosed-front.qmd", root)
+    assert info.value.line == 1
+
+
+def test_other_engines_are_rejected(deck):
+    root = deck("errors")
+    with pytest.raises(DeckError, match=r"unsupported cell engine '\{r\}'"):
+        parse(root / "engine.qmd", root)
+
+
+def test_missing_image_names_file_and_line(deck):
+    root = deck("errors")
+    doc = parse(root / "missing-image.qmd", root)
+    with pytest.raises(DeckError) as info:
+        check_resources(doc)
+    assert (Path(info.value.file).name, info.value.line) == ("missing-image.qmd", 9)
+    assert "image not found: img/missing.png" in str(info.value)
+
+
+def test_all_listed_cell_options_are_accepted(tmp_path):
+    opts = """#| echo: fenced
+#| eval: true
+#| output: asis
+#| include: true
+#| error: false
+#| warning: true
+#| fig-cap: "Cap"
+#| fig-alt: "Alt"
+#| fig-width: 4
+#| fig-height: 3
+#| label: fig-x
+#| classes: a b
+#| code-line-numbers: "1|2-3"
+#| output-location: column-fragment
+"""
+    doc = parse(write(tmp_path / "d.qmd", f"## S\n\n```{{python}}\n{opts}x = 1\n```\n"), tmp_path)
+    (cell,) = doc.cells
+    assert isinstance(cell, Cell) and len(cell.options) == 14
+    assert cell.options["code-line-numbers"] == "1|2-3"
+
+
+def test_plain_code_blocks_are_not_cells(tmp_path):
+    text = "````markdown\n```{python}\nx = 1\n```\n````\n\n```python\ny = 2\n```\n"
+    doc = parse(write(tmp_path / "d.qmd", text), tmp_path)
+    assert doc.cells == []
