@@ -69,7 +69,7 @@ PRESETS = ("tiny", "base", "big")
 # preset is tuned to solve the toy tasks in seconds on a 2-core CPU (README: "Training
 # and translating").
 RECIPES: dict[str, dict] = {
-    "tiny": dict(warmup_steps=100, lr_factor=1.0, max_tokens=2048, steps=1000, eval_interval=200, model={}),
+    "tiny": dict(warmup_steps=100, lr_factor=0.5, max_tokens=2048, steps=1500, eval_interval=200, model={}),
     "base": dict(warmup_steps=4000, lr_factor=1.0, max_tokens=25000, steps=100_000, eval_interval=1000, model={}),
     "big": dict(warmup_steps=4000, lr_factor=1.0, max_tokens=25000, steps=300_000, eval_interval=1000, model={}),
 }
