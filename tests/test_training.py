@@ -157,6 +157,6 @@ def test_evaluation_reports_accuracy_exact_match_and_bleu():
 def test_corpus_bleu_is_100_for_identical_text_and_scores_characters():
     assert tl.corpus_bleu(["2026-11-22", "1999-01-05"], ["2026-11-22", "1999-01-05"], char_level=True) == pytest.approx(100.0)
     assert tl.corpus_bleu(["2026-11-21"], ["2026-11-22"], char_level=True) < 100.0
-    assert tl.corpus_bleu(["the cat sat"], ["the cat sat"]) == pytest.approx(100.0)
+    assert tl.corpus_bleu(["the cat sat on the mat"], ["the cat sat on the mat"]) == pytest.approx(100.0)
     with pytest.raises(ValueError, match="same length"):
         tl.corpus_bleu(["a"], [])
