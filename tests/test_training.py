@@ -1,5 +1,7 @@
 """Section 5: the learning-rate schedule, equation (3), and label smoothing (5.4)."""
 
+import copy
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -69,3 +71,92 @@ def test_shape_mismatch_is_named():
         tl.LabelSmoothingLoss()(torch.randn(2, 5, 7), torch.zeros(2, 4, dtype=torch.long))
     with pytest.raises(ValueError, match="smoothing"):
         tl.LabelSmoothingLoss(1.0)
+
+
+# --------------------------------------------------------------------------- the training loop pieces
+
+
+def test_optimizer_has_the_papers_adam_settings():
+    model = torch.nn.Linear(3, 2)
+    group = tl.make_optimizer(model).param_groups[0]
+    assert group["betas"] == (0.9, 0.98) and group["eps"] == 1e-9
+
+
+def test_scheduler_follows_equation_3_update_by_update():
+    model = torch.nn.Linear(3, 2)
+    optimizer = tl.make_optimizer(model)
+    scheduler = tl.WarmupSchedule(optimizer, d_model=64, warmup_steps=10, factor=2.0)
+    seen = []
+    for _ in range(30):
+        seen.append(optimizer.param_groups[0]["lr"])
+        optimizer.step()
+        scheduler.step()
+    expected = [tl.noam_learning_rate(n, 64, warmup_steps=10, factor=2.0) for n in range(1, 31)]
+    assert seen == pytest.approx(expected)
+    assert max(range(30), key=seen.__getitem__) == 9  # the peak is update number warmup_steps
+    state = scheduler.state_dict()
+    again = tl.WarmupSchedule(tl.make_optimizer(model), d_model=64, warmup_steps=10, factor=2.0)
+    again.load_state_dict(state)
+    assert again.get_last_lr() == scheduler.get_last_lr()
+
+
+def test_scheduler_rejects_bad_arguments():
+    optimizer = tl.make_optimizer(torch.nn.Linear(3, 2))
+    with pytest.raises(ValueError, match="warmup_steps must be a positive int"):
+        tl.WarmupSchedule(optimizer, d_model=64, warmup_steps=0)
+    with pytest.raises(ValueError, match="factor must be positive"):
+        tl.WarmupSchedule(optimizer, d_model=64, factor=0.0)
+
+
+def copy_setup(seed=0, dropout=0.1):
+    loaders = tl.make_loaders("copy", seed=seed, max_tokens=256, num_train=400, num_validation=40, num_test=40)
+    config = tl.TransformerConfig.tiny(len(loaders.src_vocab), d_model=32, d_ff=64, num_layers=1, dropout=dropout)
+    torch.manual_seed(seed)
+    return loaders, tl.Transformer(config)
+
+
+def test_a_few_steps_lower_the_loss_on_copy():
+    loaders, model = copy_setup()
+    optimizer = tl.make_optimizer(model)
+    scheduler = tl.WarmupSchedule(optimizer, model.config.d_model, warmup_steps=10)
+    loss_fn = tl.LabelSmoothingLoss(0.1)
+    batches = list(loaders.train)[:4]
+    before = tl.evaluate(model, batches, loaders.tgt_vocab, loss_fn)["loss"]
+    for step in range(30):
+        tl.train_step(model, batches[step % 4], loss_fn, optimizer, scheduler, clip_norm=1.0)
+    after = tl.evaluate(model, batches, loaders.tgt_vocab, loss_fn)["loss"]
+    assert after < 0.8 * before
+
+
+def test_accumulated_micro_batches_equal_one_big_batch():
+    # Section 5.1 batches by token count: the loss is a mean over all target tokens, so
+    # two micro-batches must give the gradient of their union.
+    loaders, model = copy_setup(dropout=0.0)
+    twin = copy.deepcopy(model)
+    loss_fn = tl.LabelSmoothingLoss(0.1)
+    first, second = list(loaders.train)[:2]
+    examples = [loaders.train.dataset[int(i)] for i in torch.cat([first.indices, second.indices])]
+    union = tl.collate(examples)
+    # SGD: the update is linear in the gradient (Adam's first step is about sign(g)).
+    opt_a, opt_b = torch.optim.SGD(model.parameters(), lr=0.1), torch.optim.SGD(twin.parameters(), lr=0.1)
+    a = tl.train_step(model, [first, second], loss_fn, opt_a)
+    b = tl.train_step(twin, union, loss_fn, opt_b)
+    assert a["loss"] == pytest.approx(b["loss"], rel=1e-5)
+    for p, q in zip(model.parameters(), twin.parameters()):
+        torch.testing.assert_close(p, q, rtol=1e-4, atol=1e-6)
+
+
+def test_evaluation_reports_accuracy_exact_match_and_bleu():
+    loaders, model = copy_setup()
+    metrics = tl.evaluate(model, loaders.validation, loaders.tgt_vocab)
+    assert set(metrics) >= {"loss", "token_accuracy", "exact_match", "bleu", "examples"}
+    assert metrics["examples"] == 40
+    assert 0 <= metrics["exact_match"] <= 1 and 0 <= metrics["token_accuracy"] <= 1
+
+
+def test_corpus_bleu_is_100_for_identical_text_and_scores_characters():
+    assert tl.corpus_bleu(["2026-11-22", "1999-01-05"], ["2026-11-22", "1999-01-05"], char_level=True) == pytest.approx(100.0)
+    assert tl.corpus_bleu(["2026-11-21"], ["2026-11-22"], char_level=True) < 100.0
+    assert tl.corpus_bleu(["the cat sat on the mat"], ["the cat sat on the mat"]) == pytest.approx(100.0)
+    with pytest.raises(ValueError, match="same length"):
+        tl.corpus_bleu(["a"], [])

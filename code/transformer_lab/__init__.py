@@ -33,8 +33,25 @@ from .data import (
     make_task,
     padding_fraction,
 )
-from .training import LabelSmoothingLoss, noam_learning_rate
+from .training import (
+    LabelSmoothingLoss,
+    WarmupSchedule,
+    batch_loss_sum,
+    make_optimizer,
+    noam_learning_rate,
+    train_step,
+)
 from .decoding import beam_search, gnmt_length_penalty, greedy_decode
+from .evaluation import corpus_bleu, evaluate
+from .checkpoint import (
+    CheckpointError,
+    average_checkpoints,
+    average_state_dicts,
+    list_checkpoints,
+    load_checkpoint,
+    save_checkpoint,
+)
+from .distributed import resolve_device
 from .visualization import (
     PALETTE,
     plot_attention,

@@ -1,0 +1,176 @@
+"""Checkpoints: atomic save, load with clear errors, resume, and averaging (Section 6.1).
+
+"For the base models, we used a single model obtained by averaging the last 5 checkpoints,
+which were written at 10-minute intervals. For the big models, we averaged the last 20
+checkpoints." (Section 6.1 of Vaswani et al., 2017.)
+
+A checkpoint is one ``torch.save`` file holding a dict with the model, optimiser and
+scheduler state, the step, the model config, both vocabularies, the RNG states and the
+sampler's epoch and position: everything needed to continue a run exactly. Files are
+written to a temporary name in the same directory and moved into place with
+``os.replace``, so a crash or Ctrl-C never leaves a half-written checkpoint under the
+real name. Files are named ``step_00001234.pt`` inside a run's ``checkpoints/`` folder.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import re
+import tempfile
+from pathlib import Path
+
+import torch
+
+FORMAT = "transformer_lab.checkpoint/1"
+REQUIRED_KEYS = ("format", "step", "model", "config", "src_vocab", "tgt_vocab")
+_NAME = re.compile(r"^step_(\d+)\.pt$")
+AVERAGED_NAME = "averaged.pt"
+
+
+class CheckpointError(ValueError):
+    """A checkpoint that is missing, unreadable or not a transformer_lab checkpoint."""
+
+
+def checkpoint_name(step: int) -> str:
+    return f"step_{step:08d}.pt"
+
+
+def save_checkpoint(state: dict, path: str | os.PathLike) -> Path:
+    """Write ``state`` to ``path`` atomically (temporary file, fsync, ``os.replace``)."""
+    path = Path(path)
+    missing = [k for k in REQUIRED_KEYS if k != "format" and k not in state]
+    if missing:
+        raise ValueError(f"state is missing checkpoint key(s) {', '.join(missing)}")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            torch.save({"format": FORMAT, **state}, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return path
+
+
+def list_checkpoints(directory: str | os.PathLike) -> list[Path]:
+    """The ``step_*.pt`` files in ``directory``, oldest step first."""
+    directory = Path(directory)
+    if not directory.is_dir():
+        return []
+    found = [(int(m.group(1)), p) for p in directory.iterdir() if (m := _NAME.match(p.name))]
+    return [p for _, p in sorted(found)]
+
+
+def resolve_checkpoint(path: str | os.PathLike, prefer_averaged: bool = False) -> Path:
+    """A checkpoint file from a file name, a ``checkpoints/`` folder or a run's output dir.
+
+    In a folder, the latest step wins, or ``averaged.pt`` with ``prefer_averaged``.
+    Raises :class:`CheckpointError` when there is none.
+    """
+    path = Path(path)
+    if path.is_file():
+        return path
+    if not path.exists():
+        raise CheckpointError(f"checkpoint {str(path)!r} does not exist")
+    for folder in (path / "checkpoints", path):
+        if prefer_averaged and (folder / AVERAGED_NAME).is_file():
+            return folder / AVERAGED_NAME
+        found = list_checkpoints(folder)
+        if found:
+            return found[-1]
+        if (folder / AVERAGED_NAME).is_file():
+            return folder / AVERAGED_NAME
+    raise CheckpointError(f"no checkpoint (step_*.pt or {AVERAGED_NAME}) found in {str(path)!r}")
+
+
+def load_checkpoint(path: str | os.PathLike, map_location="cpu") -> dict:
+    """Read a checkpoint written by :func:`save_checkpoint` (``weights_only`` loading).
+
+    A missing file, a truncated or corrupt one, or a file that is not a transformer_lab
+    checkpoint raises :class:`CheckpointError` naming the path.
+    """
+    path = resolve_checkpoint(path)
+    try:
+        state = torch.load(path, map_location=map_location, weights_only=True)
+    except Exception as e:  # torch raises many types for damaged files
+        raise CheckpointError(f"checkpoint {str(path)!r} is corrupt or unreadable: {type(e).__name__}: {e}") from e
+    if not isinstance(state, dict) or state.get("format") != FORMAT:
+        raise CheckpointError(f"{str(path)!r} is not a transformer_lab checkpoint (expected format {FORMAT!r})")
+    missing = [k for k in REQUIRED_KEYS if k not in state]
+    if missing:
+        raise CheckpointError(f"checkpoint {str(path)!r} lacks key(s) {', '.join(missing)}")
+    state["path"] = str(path)
+    return state
+
+
+def prune_checkpoints(directory: str | os.PathLike, keep: int) -> None:
+    """Delete all but the newest ``keep`` step checkpoints in ``directory``."""
+    if keep < 1:
+        raise ValueError(f"keep must be a positive int, got {keep!r}")
+    for p in list_checkpoints(directory)[:-keep]:
+        p.unlink(missing_ok=True)
+
+
+def average_state_dicts(state_dicts: list[dict]) -> dict:
+    """Element-wise mean of model state dicts (Section 6.1's checkpoint averaging).
+
+    Floating-point tensors are averaged (in float64, then cast back); others (integer
+    buffers) are taken from the last state dict. All must have the same keys and shapes.
+    """
+    if not state_dicts:
+        raise ValueError("state_dicts must hold at least one state dict")
+    keys = list(state_dicts[-1])
+    for i, sd in enumerate(state_dicts):
+        if list(sd) != keys:
+            raise ValueError(f"state dict {i} has different keys from the last one")
+    out = {}
+    for key in keys:
+        tensors = [sd[key] for sd in state_dicts]
+        if any(t.shape != tensors[-1].shape for t in tensors):
+            raise ValueError(f"parameter {key!r} has different shapes across state dicts")
+        if tensors[-1].is_floating_point():
+            out[key] = (sum(t.double() for t in tensors) / len(tensors)).to(tensors[-1].dtype)
+        else:
+            out[key] = tensors[-1].clone()
+    return out
+
+
+def average_checkpoints(paths: list[str | os.PathLike]) -> dict:
+    """A checkpoint whose model is the mean of ``paths``' models; the rest (config,
+    vocabularies, step) comes from the last. Optimiser and scheduler state are dropped:
+    an averaged model is for evaluation and translation, not for resuming."""
+    if not paths:
+        raise ValueError("paths must name at least one checkpoint")
+    states = [load_checkpoint(p) for p in paths]
+    last = states[-1]
+    for p, s in zip(paths, states):
+        if s["config"] != last["config"]:
+            raise CheckpointError(f"checkpoint {str(p)!r} has a different model config from {str(paths[-1])!r}")
+    averaged = {k: v for k, v in last.items() if k not in ("optimizer", "scheduler", "rng", "sampler", "path")}
+    averaged["model"] = average_state_dicts([s["model"] for s in states])
+    averaged["averaged_steps"] = [int(s["step"]) for s in states]
+    return averaged
+
+
+# --------------------------------------------------------------------------- RNG states
+
+
+def rng_state() -> dict:
+    """Python's and PyTorch's generator states (CPU, and every CUDA device if present)."""
+    state = {"python": random.getstate(), "torch": torch.get_rng_state()}
+    if torch.cuda.is_available():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def set_rng_state(state: dict) -> None:
+    version, internal, gauss = state["python"]
+    random.setstate((version, tuple(internal), gauss))
+    torch.set_rng_state(state["torch"])
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])

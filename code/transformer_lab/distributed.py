@@ -1,0 +1,91 @@
+"""Devices and data-parallel training with ``torchrun`` (DistributedDataParallel).
+
+The paper trained on one machine with 8 P100 GPUs (Section 5.2); each GPU processed a
+share of every batch of ~25,000 source and target tokens. ``torchrun`` sets the
+environment variables ``RANK``, ``WORLD_SIZE`` and ``LOCAL_RANK``;
+:func:`init_distributed` reads them and joins the process group with NCCL on GPUs and
+gloo on CPUs. Without them, training is one ordinary process.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import torch
+import torch.distributed as dist
+
+DEVICE_CHOICES = ("auto", "cpu", "cuda", "mps")
+
+
+def _mps_available() -> bool:
+    return bool(getattr(torch.backends, "mps", None) and torch.backends.mps.is_available())
+
+
+def resolve_device(name: str = "auto", local_rank: int = 0) -> torch.device:
+    """``auto`` picks CUDA, then MPS (Apple), then the CPU. A named device that this
+    machine lacks is a ValueError that says what is available."""
+    if name not in DEVICE_CHOICES:
+        raise ValueError(f"device must be one of {', '.join(DEVICE_CHOICES)}, got {name!r}")
+    available = ["cpu"] + (["cuda"] if torch.cuda.is_available() else []) + (["mps"] if _mps_available() else [])
+    if name == "auto":
+        name = "cuda" if "cuda" in available else "mps" if "mps" in available else "cpu"
+    if name not in available:
+        raise ValueError(
+            f"device {name!r} was requested but is not available on this machine; available: {', '.join(available)}"
+        )
+    if name == "cuda":
+        return torch.device("cuda", local_rank % torch.cuda.device_count())
+    return torch.device(name)
+
+
+@dataclass(frozen=True)
+class DistInfo:
+    rank: int = 0
+    world_size: int = 1
+    local_rank: int = 0
+
+    @property
+    def enabled(self) -> bool:
+        return self.world_size > 1
+
+    @property
+    def is_main(self) -> bool:
+        return self.rank == 0
+
+
+def env_dist_info() -> DistInfo:
+    """Rank, world size and local rank from ``torchrun``'s environment (1 process if unset)."""
+    return DistInfo(
+        int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1)), int(os.environ.get("LOCAL_RANK", 0))
+    )
+
+
+def init_distributed(info: DistInfo, device: torch.device) -> None:
+    """Join the process group (NCCL for CUDA, gloo otherwise) when ``world_size > 1``.
+    ``MASTER_ADDR``/``MASTER_PORT`` come from the environment (``torchrun`` sets them)."""
+    if not info.enabled or dist.is_initialized():
+        return
+    backend = "nccl" if device.type == "cuda" else "gloo"
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
+    dist.init_process_group(backend, rank=info.rank, world_size=info.world_size)
+
+
+def shutdown_distributed() -> None:
+    if dist.is_available() and dist.is_initialized():
+        dist.destroy_process_group()
+
+
+def all_reduce_sum(value: int | float, device: torch.device) -> float:
+    """Sum a number over all ranks (itself when not distributed)."""
+    if not (dist.is_available() and dist.is_initialized()):
+        return value
+    t = torch.tensor([float(value)], dtype=torch.float64 if device.type != "mps" else torch.float32, device=device)
+    dist.all_reduce(t)
+    return t.item()
+
+
+def barrier() -> None:
+    if dist.is_available() and dist.is_initialized():
+        dist.barrier()
