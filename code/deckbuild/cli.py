@@ -107,6 +107,7 @@ def _watched_files(root: Path) -> dict[str, float]:
 
 LIVE_RELOAD_JS = """<script>
 (function () {
+  if (!location.protocol.startsWith("http")) return;   // only when served by preview
   let seen = null;
   setInterval(function () {
     fetch('/__deckbuild/version').then(r => r.json()).then(v => {

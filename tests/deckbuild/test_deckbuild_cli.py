@@ -1,8 +1,14 @@
 """The command line: help, project builds, progress output and the speed targets."""
 
+import json
+import os
+import socket
+import subprocess
+import sys
 import time
+import urllib.request
 
-from conftest import run_cli
+from conftest import REPO, run_cli
 
 
 def test_help_lists_commands_and_options():
@@ -31,3 +37,38 @@ def test_project_build_progress_and_speed(deck, browser_ready):
     assert warm.returncode == 0 and "up to date" in warm.stderr
     print(f"cold build {cold_s:.2f}s, warm rebuild {warm_s:.2f}s")
     assert cold_s < 15 and warm_s < 5
+
+
+def test_preview_serves_on_localhost_and_rebuilds_on_change(deck, browser_ready):
+    root = deck("features")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = dict(os.environ, PYTHONPATH=str(REPO / "code"))
+    proc = subprocess.Popen([sys.executable, "-m", "deckbuild", "preview", str(root), "--no-browser",
+                             "--port", str(port)], stderr=subprocess.DEVNULL, env=env)
+    base = f"http://127.0.0.1:{port}"
+
+    def version():
+        with urllib.request.urlopen(f"{base}/__deckbuild/version", timeout=2) as r:
+            return json.load(r)["version"]
+    try:
+        deadline, first = time.time() + 60, None
+        while time.time() < deadline and first is None:
+            try:
+                first = version()
+            except OSError:
+                time.sleep(0.3)
+        assert first is not None, "preview server did not start"
+        with urllib.request.urlopen(f"{base}/deck.html", timeout=5) as r:
+            assert b"Feature deck" in r.read()
+        part = root / "parts" / "one.qmd"
+        part.write_text(part.read_text().replace("Lists and fragments", "Lists, edited"))
+        deadline = time.time() + 60
+        while time.time() < deadline and version() == first:
+            time.sleep(0.3)
+        with urllib.request.urlopen(f"{base}/deck.html", timeout=5) as r:
+            assert b"Lists, edited" in r.read()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
