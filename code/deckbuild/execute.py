@@ -25,7 +25,7 @@ from typing import Callable
 from .errors import DeckError
 from .source import Cell, Document
 
-EXEC_VERSION = "1"   # bump when the kernel set-up below changes what cells produce
+EXEC_VERSION = "2"   # bump when the kernel set-up below changes what cells produce
 ANSI_RE = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 CELL_EXEC_KEYS = ("echo", "eval", "output", "include", "error", "warning")
@@ -97,7 +97,14 @@ def _setup_code(doc_opts: dict) -> str:
     w, h = doc_opts.get("fig-width", 10), doc_opts.get("fig-height", 5)
     dpi = doc_opts.get("fig-dpi", 96)
     fmt = doc_opts.get("fig-format", "retina")
+    # Like Quarto's setup cell: activate the inline backend so that a bare
+    # matplotlib Figure (made without pyplot) displays as an image, not as its repr.
     return (
+        "try:\n"
+        "    import matplotlib_inline\n"
+        "    get_ipython().run_line_magic('matplotlib', 'inline')\n"
+        "except ImportError:\n"
+        "    pass\n"
         f"%config InlineBackend.figure_formats = [{fmt!r}]\n"
         f"%config InlineBackend.rc = {{'figure.figsize': ({w}, {h}), 'figure.dpi': {dpi}, "
         f"'savefig.dpi': {dpi}}}\n"
