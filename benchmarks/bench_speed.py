@@ -185,12 +185,14 @@ def bench_explicit_vs_fused(args, device):
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="small sizes and few rounds (a smoke test)")
+    parser.add_argument("--deck", action="store_true",
+                        help="medium sizes and 5 rounds, about 20 s on a 2-core CPU (the deck's speed slide)")
     parser.add_argument("--rounds", type=int, default=None, help="interleaved rounds per comparison")
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
     args = parser.parse_args(argv)
-    args.rounds = args.rounds or (3 if args.quick else 15)
-    args.batch, args.seq, args.long_seq = (2, 64, 128) if args.quick else (8, 512, 1024)
+    args.rounds = args.rounds or (3 if args.quick else 5 if args.deck else 15)
+    args.batch, args.seq, args.long_seq = (2, 64, 128) if args.quick else (4, 256, 512) if args.deck else (8, 512, 1024)
     device = torch.device(args.device)
     torch.manual_seed(0)
     print(f"torch {torch.__version__}, device {device}, threads {torch.get_num_threads()}, "

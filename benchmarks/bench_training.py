@@ -75,25 +75,6 @@ def bench_task(task: str, runs: int, extra: list[str]) -> dict:
     return summary
 
 
-@torch.no_grad()
-def decode_steps(model, src, new_tokens: int, use_cache: bool) -> list[float]:
-    """Seconds per greedy step (EOS is made impossible, so every run has ``new_tokens``)."""
-    src_mask = model.src_mask(src)
-    memory = model.encode(src, src_mask)  # (1, S, D)
-    tokens = torch.full((1, 1), tl.BOS_ID, dtype=torch.long)
-    cache = model.new_cache() if use_cache else None
-    times = []
-    for _ in range(new_tokens):
-        start = time.perf_counter()
-        if use_cache:
-            logits = model.decode(tokens[:, -1:], memory, src_mask, cache=cache)  # (1, 1, V)
-        else:
-            logits = model.decode(tokens, memory, src_mask)  # (1, L, V)
-        tokens = torch.cat([tokens, logits[:, -1].argmax(-1, keepdim=True)], dim=1)
-        times.append(time.perf_counter() - start)
-    return times
-
-
 def bench_decoding(preset: str, rounds: int, new_tokens: int = 256, src_len: int = 64) -> dict:
     torch.manual_seed(0)
     config = getattr(tl.TransformerConfig, preset)(1000, max_len=1024)
@@ -103,17 +84,17 @@ def bench_decoding(preset: str, rounds: int, new_tokens: int = 256, src_len: int
     src = torch.randint(4, 1000, (1, src_len))
     out = tl.greedy_decode(model, src, new_tokens + 1, tl.BOS_ID, tl.EOS_ID)
     assert out.size(1) == new_tokens + 1
-    decode_steps(model, src, 16, True), decode_steps(model, src, 16, False)  # warm-up
+    tl.speed.decode_step_times(model, src, 16, True), tl.speed.decode_step_times(model, src, 16, False)  # warm-up
     cached, full, ratios, flat = [], [], [], []
     for i in range(rounds):
         order = (True, False) if i % 2 == 0 else (False, True)
-        t = {c: decode_steps(model, src, new_tokens, c) for c in order}
+        t = {c: tl.speed.decode_step_times(model, src, new_tokens, c) for c in order}  # ms
         cached.append(sum(t[True])), full.append(sum(t[False]))
         ratios.append(sum(t[False]) / sum(t[True]))
         flat.append(statistics.median(t[True][-8:]) / statistics.median(t[True][:8]))
     result = {
         "preset": preset, "new_tokens": new_tokens, "src_len": src_len,
-        "cached_s": statistics.median(cached), "recompute_s": statistics.median(full),
+        "cached_s": statistics.median(cached) / 1e3, "recompute_s": statistics.median(full) / 1e3,
         "speedup": statistics.median(ratios), "last8_over_first8": statistics.median(flat),
     }
     print(f"decoding ({preset}, {new_tokens} tokens, source {src_len}): cache {result['cached_s'] * 1e3:.0f} ms, "

@@ -312,3 +312,17 @@ def test_plot_layer_gradient_norms_draws_one_line_per_variant():
     assert [t.get_text() for t in ax.get_legend().get_texts()] == ["post-LN", "pre-LN"]
     with pytest.raises(ValueError, match="norms must be a non-empty dict"):
         viz.plot_layer_gradient_norms([])
+
+
+def test_plot_decode_step_times_draws_a_running_median_per_variant():
+    fig = viz.plot_decode_step_times({"with cache": [1.0, 9.0, 1.0, 1.0], "recompute": [1.0, 2.0, 3.0, 4.0]},
+                                     window=3)
+    ax = fig.axes[0]
+    cached, full = ax.get_lines()
+    assert list(cached.get_ydata()) == [1.0, 5.0, 1.0, 1.0]  # the outlier at step 2 is damped
+    assert list(full.get_xdata()) == [1, 2, 3, 4]
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["with cache", "recompute"]
+    with pytest.raises(ValueError, match="non-empty dict"):
+        viz.plot_decode_step_times({})
+    with pytest.raises(ValueError, match="window must be a positive int"):
+        viz.plot_decode_step_times({"a": [1.0]}, window=0)

@@ -102,6 +102,21 @@ def _output_md(out: dict, cell: Cell, eff: dict, k: int, files_dir: Path, rel_di
     return ""
 
 
+def coalesce_streams(outputs: list) -> list:
+    """Merge consecutive stdout (or stderr) chunks into one output, as Jupyter's
+    ``coalesce_streams`` does for Quarto: the kernel may split one cell's printing into
+    several messages, and an ``asis`` table must not be cut in two."""
+    merged: list = []
+    for out in outputs:
+        prev = merged[-1] if merged else None
+        if (out.get("output_type") == "stream" and prev is not None
+                and prev.get("output_type") == "stream" and prev.get("name") == out.get("name")):
+            merged[-1] = {**prev, "text": _text(prev.get("text", "")) + _text(out.get("text", ""))}
+        else:
+            merged.append(out)
+    return merged
+
+
 def cell_markdown(cell: Cell, outputs: list, doc_opts: dict, files_dir: Path, rel_dir: str) -> str:
     eff = effective_cell_options(cell, doc_opts)
     if eff.get("include") is False:
@@ -110,7 +125,7 @@ def cell_markdown(cell: Cell, outputs: list, doc_opts: dict, files_dir: Path, re
     if eff.get("echo"):
         parts.append(_code_block(cell, eff))
     if eff.get("output") is not False:
-        for k, out in enumerate(outputs, start=1):
+        for k, out in enumerate(coalesce_streams(outputs), start=1):
             if out.get("output_type") == "stream" and out.get("name") == "stderr" \
                     and not eff.get("warning") and "Warning" in _text(out.get("text", "")):
                 continue

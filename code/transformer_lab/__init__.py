@@ -56,6 +56,7 @@ from .visualization import (
     PALETTE,
     plot_attention,
     plot_attention_cost,
+    plot_decode_step_times,
     plot_attention_heads,
     plot_dot_product_variance,
     plot_label_smoothing,

@@ -53,7 +53,9 @@ def _check_qkv(query: Tensor, key: Tensor, value: Tensor) -> None:
         )
 
 
-def attention_weights(query: Tensor, key: Tensor, mask: Tensor | None = None) -> Tensor:
+def attention_weights(
+    query: Tensor, key: Tensor, mask: Tensor | None = None
+) -> Tensor:
     """softmax(Q K^T / sqrt(d_k)) with masked keys set to exactly zero. (..., T, S).
 
     Masked scores are filled with the dtype's most negative finite value (not -inf, which
@@ -63,15 +65,16 @@ def attention_weights(query: Tensor, key: Tensor, mask: Tensor | None = None) ->
     softmax in float32.
     """
     scale = 1.0 / math.sqrt(query.size(-1))
-    # Scaling q before the product is cheaper than scaling the (T, S) scores.
+    # Scaling q first is cheaper than scaling the (T, S) scores.
     scores = (query * scale) @ key.transpose(-2, -1)  # (..., T, S)
     if scores.dtype in (torch.float16, torch.bfloat16):
         scores = scores.float()
     if mask is not None:
-        scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
-    weights = torch.softmax(scores, dim=-1)  # each row sums to 1 over the keys
+        lowest = torch.finfo(scores.dtype).min  # finite, unlike -inf
+        scores = scores.masked_fill(~mask, lowest)
+    weights = torch.softmax(scores, dim=-1)  # rows sum to 1 over keys
     if mask is not None:
-        weights = weights * mask  # exact zeros; all-zero rows where nothing is visible
+        weights = weights * mask  # exact zeros; fully masked rows: 0
     return weights.to(query.dtype)
 
 

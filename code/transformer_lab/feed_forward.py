@@ -36,7 +36,8 @@ class PositionwiseFeedForward(nn.Module):
 
     def forward(self, x: Tensor) -> Tensor:
         if x.size(-1) != self.d_model:
-            raise ValueError(f"x must have last dimension d_model={self.d_model}, got {tuple(x.shape)}")
+            raise ValueError(f"x must have last dimension d_model="
+                             f"{self.d_model}, got {tuple(x.shape)}")
         hidden = self.dropout(self.w_1(x).relu())  # (B, L, F)
         return self.w_2(hidden)  # (B, L, D)
 

@@ -68,11 +68,14 @@ class EncoderLayer(_Layer):
         self.norm1 = nn.LayerNorm(d_model, eps=layer_norm_eps)
         self.norm2 = nn.LayerNorm(d_model, eps=layer_norm_eps)
 
-    def forward(self, x: Tensor, mask: Tensor | None = None, need_weights: bool = False):
+    def forward(self, x: Tensor, mask: Tensor | None = None,
+                need_weights: bool = False):
         h = self.sublayer_input(x, self.norm1)
-        attended, weights = self.self_attn(h, h, h, mask=mask, need_weights=need_weights)
+        attended, weights = self.self_attn(h, h, h, mask=mask,
+                                           need_weights=need_weights)
         x = self.residual(x, attended, self.norm1)  # (B, S, D)
-        x = self.residual(x, self.feed_forward(self.sublayer_input(x, self.norm2)), self.norm2)
+        h = self.sublayer_input(x, self.norm2)
+        x = self.residual(x, self.feed_forward(h), self.norm2)  # (B, S, D)
         return (x, weights) if need_weights else x
 
 
@@ -143,17 +146,19 @@ class DecoderLayer(_Layer):
     ):
         self_cache, cross_cache = cache if cache is not None else (None, None)
         h = self.sublayer_input(x, self.norm1)
-        attended, self_weights = self.self_attn(
-            h, h, h, mask=tgt_mask, need_weights=need_weights, cache=self_cache
-        )
+        attended, self_weights = self.self_attn(  # masked self-attention
+            h, h, h, mask=tgt_mask, need_weights=need_weights,
+            cache=self_cache)
         x = self.residual(x, attended, self.norm1)  # (B, T, D)
         h = self.sublayer_input(x, self.norm2)
-        attended, cross_weights = self.cross_attn(
-            h, memory, memory, mask=memory_mask, need_weights=need_weights, cache=cross_cache
-        )
+        attended, cross_weights = self.cross_attn(  # queries from h, K, V: memory
+            h, memory, memory, mask=memory_mask, need_weights=need_weights,
+            cache=cross_cache)
         x = self.residual(x, attended, self.norm2)  # (B, T, D)
-        x = self.residual(x, self.feed_forward(self.sublayer_input(x, self.norm3)), self.norm3)
-        return (x, (self_weights, cross_weights)) if need_weights else x
+        h = self.sublayer_input(x, self.norm3)
+        x = self.residual(x, self.feed_forward(h), self.norm3)  # (B, T, D)
+        weights = (self_weights, cross_weights)
+        return (x, weights) if need_weights else x
 
 
 class Encoder(nn.Module):

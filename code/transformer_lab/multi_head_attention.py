@@ -107,12 +107,14 @@ class MultiHeadAttention(nn.Module):
     def split_heads(self, x: Tensor, head_dim: int) -> Tensor:
         """(B, L, H*head_dim) -> (B, H, L, head_dim): each head gets its own slice of features."""
         batch, length, _ = x.shape
-        return x.view(batch, length, self.num_heads, head_dim).transpose(1, 2)  # (B, H, L, hd)
+        x = x.view(batch, length, self.num_heads, head_dim)  # (B, L, H, hd)
+        return x.transpose(1, 2)  # (B, H, L, hd)
 
     def merge_heads(self, x: Tensor) -> Tensor:
         """(B, H, T, Kv) -> (B, T, H*Kv): Concat(head_1, ..., head_h) along the features."""
         batch, _, length, _ = x.shape
-        return x.transpose(1, 2).reshape(batch, length, self.num_heads * self.d_v)  # (B, T, H*Kv)
+        x = x.transpose(1, 2)  # (B, T, H, Kv)
+        return x.reshape(batch, length, -1)  # (B, T, H*Kv)
 
     def _check_input(self, name: str, x: Tensor) -> None:
         if not isinstance(x, Tensor):

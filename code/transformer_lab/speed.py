@@ -14,6 +14,7 @@ from typing import Callable
 import torch
 
 from .attention import scaled_dot_product_attention
+from .data import BOS_ID
 from .masks import causal_mask
 
 
@@ -77,3 +78,29 @@ def attention_paths(lengths, heads: int = 8, d_k: int = 64, batch: int = 2, repe
         for name in out:
             out[name].append(t[name] * 1e3)
     return out
+
+
+@torch.no_grad()
+def decode_step_times(model, src: torch.Tensor, new_tokens: int, use_cache: bool = True,
+                      bos_id: int = BOS_ID) -> list[float]:
+    """Milliseconds of each of ``new_tokens`` greedy decoding steps for ``src`` (1, S),
+    with the key/value cache or recomputing the whole prefix at every step. EOS is not
+    checked, so every run decodes exactly ``new_tokens`` tokens."""
+    if src.dim() != 2 or src.size(0) != 1:
+        raise ValueError(f"src must have shape (1, S), got {tuple(src.shape)}")
+    if new_tokens < 1 or new_tokens >= model.config.max_len:
+        raise ValueError(f"new_tokens must be in [1, max_len={model.config.max_len}), got {new_tokens}")
+    src_mask = model.src_mask(src)
+    memory = model.encode(src, src_mask)  # (1, S, D)
+    tokens = torch.full((1, 1), bos_id, dtype=torch.long, device=src.device)  # (1, 1)
+    cache = model.new_cache() if use_cache else None
+    times = []
+    for _ in range(new_tokens):
+        start = time.perf_counter()
+        if use_cache:
+            logits = model.decode(tokens[:, -1:], memory, src_mask, cache=cache)  # (1, 1, V)
+        else:
+            logits = model.decode(tokens, memory, src_mask)  # (1, L, V)
+        tokens = torch.cat([tokens, logits[:, -1].argmax(-1, keepdim=True)], dim=1)  # (1, L + 1)
+        times.append((time.perf_counter() - start) * 1e3)
+    return times

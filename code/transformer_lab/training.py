@@ -91,7 +91,8 @@ def make_optimizer(
     The learning rate is set by :class:`WarmupSchedule`, so the optimiser starts at 1.0 (the
     schedule multiplies it). Tied matrices (Section 3.4) appear once.
     """
-    return torch.optim.Adam(model.parameters(), lr=1.0, betas=betas, eps=eps, weight_decay=weight_decay)
+    return torch.optim.Adam(model.parameters(), lr=1.0, betas=betas,
+                            eps=eps, weight_decay=weight_decay)
 
 
 class WarmupSchedule(torch.optim.lr_scheduler.LRScheduler):

@@ -580,3 +580,30 @@ def plot_layer_gradient_norms(norms: dict[str, Sequence[float]], title: str | No
         a.set_title(title)
     a.legend()
     return fig
+
+
+def plot_decode_step_times(
+    step_times_ms: dict[str, Sequence[float]], window: int = 8, title: str | None = None, ax: Axes | None = None
+) -> Figure:
+    """Milliseconds per greedy decoding step against the output position (Section 6.1's
+    decoding, with and without the key/value cache), one line per variant, as a running
+    median over ``window`` steps so that a noisy machine still shows the trend."""
+    if not isinstance(step_times_ms, dict) or not step_times_ms:
+        raise ValueError(
+            f"step_times_ms must be a non-empty dict of name -> per-step times, got {type(step_times_ms).__name__}"
+        )
+    if not isinstance(window, int) or window < 1:
+        raise ValueError(f"window must be a positive int, got {window!r}")
+    fig, axes = _figure(ax)
+    a = axes[0, 0]
+    for i, (name, values) in enumerate(step_times_ms.items()):
+        y = _array(values, f"step_times_ms[{name!r}]", 1, "(steps,)")
+        smooth = np.array([np.median(y[max(0, t - window + 1): t + 1]) for t in range(len(y))])
+        a.plot(np.arange(1, len(y) + 1), smooth, color=SERIES_COLORS[i % len(SERIES_COLORS)], label=name, lw=2)
+    a.set_xlabel("output position (step)")
+    a.set_ylabel("time per step (ms)")
+    a.set_ylim(bottom=0)
+    if title:
+        a.set_title(title)
+    a.legend()
+    return fig

@@ -86,3 +86,9 @@ def test_write_markdown_keeps_front_matter_and_text(tmp_path):
     out = write_markdown(doc, [[STDOUT]], opts, tmp_path / "work").read_text()
     assert out.startswith("---\ntitle: T\nfooter: F\n---")
     assert "## A\n\nText $x$." in out and "cell-output-stdout" in out
+
+
+def test_split_stdout_chunks_of_an_asis_table_are_merged_into_one_table(tmp_path):
+    chunks = [{"output_type": "stream", "name": "stdout", "text": t}
+              for t in ("| a | b |\n|---|---|\n| 1 | 2 |\n", "| 3 | 4 |\n")]
+    assert md(tmp_path, "#| output: asis\n", chunks) == "| a | b |\n|---|---|\n| 1 | 2 |\n| 3 | 4 |"
