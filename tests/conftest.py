@@ -21,11 +21,6 @@ def device(request):
     return torch.device(request.param)
 
 
-def torch_attn_mask(mask):
-    """Our masks say True = may attend; nn.MultiheadAttention's say True = blocked."""
-    return None if mask is None else ~mask
-
-
 def pytest_collection_modifyitems(config, items):
     skip_cuda = pytest.mark.skip(reason="needs a CUDA device")
     for item in items:

@@ -62,3 +62,26 @@ def test_the_deck_has_between_60_and_90_slides():
 def test_every_equation_of_section_3_and_the_schedule_is_in_the_deck(name):
     deck = squash("".join(p.read_text() for p in chapter_files()))
     assert squash(EQUATIONS[name]) in deck, name
+
+
+def test_every_test_the_slides_name_exists_in_the_suite():
+    """The mistakes chapter names the tests that catch each mistake; a renamed test must
+    not leave the slides pointing at nothing."""
+    defined = set()
+    for path in (ROOT / "tests").rglob("test_*.py"):
+        defined |= set(re.findall(r"^\s*def (test_\w+)", path.read_text(), flags=re.M))
+    named = set()
+    for path in chapter_files():
+        named |= set(re.findall(r"`(test_\w+)`", path.read_text()))
+    assert named, "the slides name no tests"
+    assert sorted(named - defined) == []
+
+
+def test_every_image_the_slides_use_is_one_of_our_svgs():
+    images = []
+    for path in chapter_files():
+        images += re.findall(r"!\[[^\]]*\]\(([^)\s]+)", path.read_text())
+    assert images, "the slides show no diagrams"
+    for image in images:
+        assert image.startswith("../assets/") and image.endswith(".svg"), image
+        assert (SLIDES / image).resolve().exists(), image

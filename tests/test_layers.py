@@ -5,7 +5,7 @@ import torch
 from torch import nn
 
 import transformer_lab as tl
-from conftest import torch_attn_mask
+from parity import torch_attn_mask
 from test_multi_head_attention import copy_into_torch, randomise_biases
 
 B, S, T, D, H, F = 2, 7, 5, 12, 3, 20

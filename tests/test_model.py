@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from torch import nn
 
 import transformer_lab as tl
-from conftest import torch_attn_mask
+from parity import torch_attn_mask
 from test_layers import copy_decoder_layer, copy_encoder_layer, randomise_norms
 
 B, S, T, V = 2, 7, 5, 23

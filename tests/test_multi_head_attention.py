@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 from torch import nn
 
 import transformer_lab as tl
-from conftest import torch_attn_mask
+from parity import torch_attn_mask
 
 B, S, T, D, H = 2, 7, 5, 12, 3
 

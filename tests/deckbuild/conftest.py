@@ -7,36 +7,17 @@ The browser tests build their decks once per session.
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-HERE = Path(__file__).parent
-DECKS = HERE / "decks"
-REPO = HERE.parents[1]
-
-
-def copy_deck(name: str, dest: Path) -> Path:
-    target = dest / name
-    shutil.copytree(DECKS / name, target, ignore=shutil.ignore_patterns("_output", ".cache"))
-    return target
+from deck_helpers import DECKS, REPO, copy_deck  # noqa: F401
 
 
 @pytest.fixture
 def deck(tmp_path):
     """deck("features") -> path of a fresh copy of tests/deckbuild/decks/features."""
     return lambda name: copy_deck(name, tmp_path)
-
-
-def run_cli(*args: str, cwd: Path | None = None, timeout: int = 120) -> subprocess.CompletedProcess:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO / "code"), env.get("PYTHONPATH")]))
-    return subprocess.run([sys.executable, "-m", "deckbuild", *args], cwd=cwd or REPO,
-                          capture_output=True, text=True, timeout=timeout, env=env)
 
 
 @pytest.fixture(scope="session")

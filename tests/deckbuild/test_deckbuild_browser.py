@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, copy_deck
+from deck_helpers import REPO, copy_deck
 from deckbuild import browser
 from deckbuild.build import BuildSettings, build_document
 

@@ -8,7 +8,7 @@ import sys
 import time
 import urllib.request
 
-from conftest import REPO, run_cli
+from deck_helpers import REPO, run_cli
 
 
 def test_help_lists_commands_and_options():

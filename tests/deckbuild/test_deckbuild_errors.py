@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, run_cli
+from deck_helpers import REPO, run_cli
 
 
 def test_raising_cell_reports_file_line_slide_source_traceback(deck):
