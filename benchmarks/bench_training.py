@@ -2,8 +2,8 @@
 
 1. The tiny preset solves ``copy`` (100% exact match on the held-out test split) within
    20 s of training, and the reordering task ``dates`` (>= 99% exact match on held-out
-   data) within 60 s. Each run is ``python -m transformer_lab.train`` with the task's
-   defaults and a time budget; we report the training seconds (evaluation excluded) at the
+   data) within 60 s. Each run is ``fit(RunConfig(task=..., time_budget=...))`` with the
+   task's defaults (what ``python -m transformer_lab.cli.train`` runs); we report the training seconds (evaluation excluded) at the
    first validation check that reached the target and the test-set exact match at the end.
 2. Greedy decoding of 256 tokens (B=1, source of 64 tokens) with the key/value cache
    against recomputing the whole prefix every step, interleaved rounds, medians; and how
@@ -21,35 +21,29 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import tempfile
-import time
 
 import torch
 
 import transformer_lab as tl
-from transformer_lab.train import build_parser, fit
+from transformer_lab import teaching as tt
+from transformer_lab.cli.train import parse
 
 TARGETS = {"copy": (1.0, 20.0), "dates": (0.99, 60.0)}
 
 
 def train_run(task: str, seed: int, budget: float, extra: list[str]) -> dict:
     target, _ = TARGETS[task]
-    with tempfile.TemporaryDirectory() as out:
-        args = build_parser().parse_args([
-            "--task", task, "--time-budget", str(budget), "--seed", str(seed), "--output-dir", out,
-            "--no-progress", "--eval-interval", "50", *extra,
-        ])
-        summary = fit(args)
-        rows = [json.loads(line) for line in open(f"{out}/metrics.jsonl")]
-    reached = [r for r in rows if r.get("val_exact_match", -1) >= target]
+    config, _ = parse(extra)  # any further options, as the command line takes them
+    result = tl.fit(config.replace(task=task, time_budget=budget, seed=seed, eval_interval=50, output_dir=None))
+    reached = [r for r in result.history if r.get("val_exact_match", -1) >= target]
     return {
         "seed": seed,
-        "steps": summary["step"],
-        "train_seconds": summary["train_seconds"],
+        "steps": result.step,
+        "train_seconds": result.train_seconds,
         "seconds_to_target": reached[0]["train_seconds"] if reached else None,
-        "test_exact_match": summary["test"]["exact_match"],
-        "test_token_accuracy": summary["test"]["token_accuracy"],
-        "test_bleu": summary["test"]["bleu"],
+        "test_exact_match": result.test["exact_match"],
+        "test_token_accuracy": result.test["token_accuracy"],
+        "test_bleu": result.test["bleu"],
     }
 
 
@@ -84,11 +78,11 @@ def bench_decoding(preset: str, rounds: int, new_tokens: int = 256, src_len: int
     src = torch.randint(4, 1000, (1, src_len))
     out = tl.greedy_decode(model, src, new_tokens + 1, tl.BOS_ID, tl.EOS_ID)
     assert out.size(1) == new_tokens + 1
-    tl.speed.decode_step_times(model, src, 16, True), tl.speed.decode_step_times(model, src, 16, False)  # warm-up
+    tt.decode_step_times(model, src, 16, True), tt.decode_step_times(model, src, 16, False)  # warm-up
     cached, full, ratios, flat = [], [], [], []
     for i in range(rounds):
         order = (True, False) if i % 2 == 0 else (False, True)
-        t = {c: tl.speed.decode_step_times(model, src, new_tokens, c) for c in order}  # ms
+        t = {c: tt.decode_step_times(model, src, new_tokens, c) for c in order}  # ms
         cached.append(sum(t[True])), full.append(sum(t[False]))
         ratios.append(sum(t[False]) / sum(t[True]))
         flat.append(statistics.median(t[True][-8:]) / statistics.median(t[True][:8]))
@@ -110,7 +104,7 @@ def main() -> None:
     p.add_argument("--runs", type=int, default=3, help="training runs (seeds) per task")
     p.add_argument("--rounds", type=int, default=5, help="interleaved decoding rounds")
     p.add_argument("--json", help="write the results to this file")
-    p.add_argument("extra", nargs="*", help="more options for transformer_lab.train (after --)")
+    p.add_argument("extra", nargs="*", help="more options for transformer_lab.cli.train (after --)")
     args = p.parse_args()
     parts = args.only or ["decoding", "copy", "dates"]
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads", flush=True)

@@ -31,7 +31,7 @@ def test_a_hand_computed_example():
     q = torch.ones(1, 4)
     k = torch.tensor([[1.0, 1.0, 1.0, 1.0], [0.0, 0.0, 0.0, 0.0]])
     v = torch.tensor([[10.0], [0.0]])
-    out, w = tl.scaled_dot_product_attention(q, k, v, need_weights=True)
+    w, out = tl.attention_weights(q, k), tl.scaled_dot_product_attention(q, k, v)
     expected = math.exp(2) / (math.exp(2) + 1)  # dividing by d_k = 4 instead would give e/(e+1)
     assert w[0, 0].item() == pytest.approx(expected)
     assert out.item() == pytest.approx(10 * expected)
@@ -41,7 +41,7 @@ def test_a_hand_computed_example():
 def test_explicit_path_matches_pytorch(device, with_mask):
     q, k, v = qkv(device=device)
     mask = random_mask(B, 1, T, S).to(device) if with_mask else None
-    ours, _ = tl.scaled_dot_product_attention(q, k, v, mask, need_weights=True)
+    ours = tl.attention_weights(q, k, mask) @ v
     theirs = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
     torch.testing.assert_close(ours, theirs)
 
@@ -50,9 +50,9 @@ def test_explicit_path_matches_pytorch(device, with_mask):
 def test_explicit_and_fused_paths_agree(device, mask_shape):
     q, k, v = qkv(device=device)
     mask = random_mask(*mask_shape).to(device) if mask_shape else None
-    explicit, weights = tl.scaled_dot_product_attention(q, k, v, mask, need_weights=True)
-    fused, none = tl.scaled_dot_product_attention(q, k, v, mask)
-    assert none is None and weights.shape == (B, H, T, S)
+    weights = tl.attention_weights(q, k, mask)
+    explicit, fused = weights @ v, tl.scaled_dot_product_attention(q, k, v, mask)
+    assert isinstance(fused, torch.Tensor) and weights.shape == (B, H, T, S)
     torch.testing.assert_close(explicit, fused)
 
 
@@ -87,15 +87,16 @@ def test_scores_are_divided_by_sqrt_d_k():
     assert scores.var().item() == pytest.approx(1.0, rel=0.1)
 
 
-@pytest.mark.parametrize("need_weights", [False, True])
-def test_a_fully_masked_row_gives_zero_output_not_nan(device, need_weights):
+@pytest.mark.parametrize("path", ["fused", "explicit"])
+def test_a_fully_masked_row_gives_zero_output_not_nan(device, path):
     q, k, v = qkv(device=device)
     mask = random_mask(B, H, T, S).to(device)
     mask[0, 1, 2] = False  # query 2 of head 1 in example 0 may see nothing
-    out, w = tl.scaled_dot_product_attention(q, k, v, mask, need_weights=need_weights)
+    w = tl.attention_weights(q, k, mask)
+    out = tl.scaled_dot_product_attention(q, k, v, mask) if path == "fused" else w @ v
     assert torch.isfinite(out).all()
     assert torch.all(out[0, 1, 2] == 0)
-    if need_weights:
+    if path == "explicit":
         assert torch.all(w[0, 1, 2] == 0)
 
 
@@ -103,8 +104,8 @@ def test_a_fully_masked_row_gives_zero_output_not_nan(device, need_weights):
 def test_dtypes(dtype):
     q, k, v = qkv(dtype)
     mask = random_mask(T, S)
-    explicit, w = tl.scaled_dot_product_attention(q, k, v, mask, need_weights=True)
-    fused, _ = tl.scaled_dot_product_attention(q, k, v, mask)
+    w = tl.attention_weights(q, k, mask)
+    explicit, fused = w @ v, tl.scaled_dot_product_attention(q, k, v, mask)
     assert explicit.dtype == w.dtype == dtype
     tol = dict(atol=2e-2, rtol=2e-2) if dtype == torch.bfloat16 else {}
     torch.testing.assert_close(explicit, fused, **tol)
@@ -113,9 +114,9 @@ def test_dtypes(dtype):
 def test_weights_are_returned_before_dropout_and_dropout_acts_in_the_product():
     q, k, v = qkv()
     torch.manual_seed(1)
-    out, w = tl.scaled_dot_product_attention(q, k, v, dropout_p=0.5, need_weights=True)
+    out, w = tl.scaled_dot_product_attention(q, k, v, dropout_p=0.5), tl.attention_weights(q, k)
     torch.testing.assert_close(w.sum(-1), torch.ones(B, H, T))
-    plain, _ = tl.scaled_dot_product_attention(q, k, v, need_weights=True)
+    plain = tl.scaled_dot_product_attention(q, k, v)
     assert not torch.allclose(out, plain)
 
 
@@ -135,6 +136,6 @@ def test_bad_masks_and_shapes_are_named():
 def test_float16_on_cuda():
     q, k, v = qkv(torch.float16, "cuda")
     mask = random_mask(T, S).cuda()
-    explicit, _ = tl.scaled_dot_product_attention(q, k, v, mask, need_weights=True)
-    fused, _ = tl.scaled_dot_product_attention(q, k, v, mask)
+    explicit = tl.attention_weights(q, k, mask) @ v
+    fused = tl.scaled_dot_product_attention(q, k, v, mask)
     torch.testing.assert_close(explicit, fused, atol=2e-3, rtol=2e-3)

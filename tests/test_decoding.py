@@ -41,6 +41,17 @@ def test_cached_decoder_logits_equal_the_full_forward_pass():
     memory, cache = model.encode(src), model.new_cache()
     steps = [model.decode(tgt[:, t : t + 1], memory, model.src_mask(src), cache=cache) for t in range(6)]
     torch.testing.assert_close(torch.cat(steps, dim=1), full)
+    assert cache.length == 6  # read from the self-attention caches, which grew one row per step
+
+
+def test_a_cache_fed_a_whole_prefix_then_single_tokens_equals_the_full_forward_pass():
+    model, src = random_model(), source()
+    tgt = torch.randint(3, 19, (3, 6))
+    memory, cache = model.encode(src), model.new_cache()
+    prefix = model.decode(tgt[:, :4], memory, model.src_mask(src), cache=cache)  # (3, 4, V)
+    assert cache.length == 4
+    rest = [model.decode(tgt[:, t : t + 1], memory, model.src_mask(src), cache=cache) for t in (4, 5)]
+    torch.testing.assert_close(torch.cat([prefix, *rest], dim=1), model(src, tgt))
 
 
 @settings(max_examples=10, deadline=None)
@@ -62,12 +73,10 @@ class BigramModel(tl.Transformer):
                                               num_heads=1, d_ff=4, num_layers=1))
         self.log_table = table.log()
 
-    def encode(self, src, src_mask=None, need_weights=False):
+    def encode(self, src, src_mask=None):
         return torch.zeros(src.size(0), src.size(1), 4)
 
-    def decode(self, tgt, memory, src_mask=None, tgt_mask=None, cache=None, need_weights=False):
-        if cache is not None:
-            cache.length += tgt.size(1)
+    def decode(self, tgt, memory, src_mask=None, tgt_mask=None, cache=None):
         return self.log_table[tgt]  # (B, T, V): log-probabilities are valid logits
 
 

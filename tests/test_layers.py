@@ -6,17 +6,14 @@ from torch import nn
 
 import transformer_lab as tl
 from parity import torch_attn_mask
-from test_multi_head_attention import copy_into_torch, randomise_biases
+from test_multi_head_attention import randomise_biases
+from transformer_lab.interop import copy_into_torch_attention
 
 B, S, T, D, H, F = 2, 7, 5, 12, 3, 20
 
 
-def copy_mha(ours, theirs):
-    theirs.load_state_dict(copy_into_torch(ours).state_dict())
-
-
 def copy_encoder_layer(ours: tl.EncoderLayer, ref: nn.TransformerEncoderLayer):
-    copy_mha(ours.self_attn, ref.self_attn)
+    copy_into_torch_attention(ours.self_attn, ref.self_attn)
     ref.linear1.load_state_dict(ours.feed_forward.w_1.state_dict())
     ref.linear2.load_state_dict(ours.feed_forward.w_2.state_dict())
     ref.norm1.load_state_dict(ours.norm1.state_dict())
@@ -24,8 +21,8 @@ def copy_encoder_layer(ours: tl.EncoderLayer, ref: nn.TransformerEncoderLayer):
 
 
 def copy_decoder_layer(ours: tl.DecoderLayer, ref: nn.TransformerDecoderLayer):
-    copy_mha(ours.self_attn, ref.self_attn)
-    copy_mha(ours.cross_attn, ref.multihead_attn)
+    copy_into_torch_attention(ours.self_attn, ref.self_attn)
+    copy_into_torch_attention(ours.cross_attn, ref.multihead_attn)
     ref.linear1.load_state_dict(ours.feed_forward.w_1.state_dict())
     ref.linear2.load_state_dict(ours.feed_forward.w_2.state_dict())
     for i in (1, 2, 3):
@@ -63,7 +60,7 @@ def test_decoder_layer_matches_nn_transformer_decoder_layer(norm_first):
     ref = nn.TransformerDecoderLayer(D, H, F, dropout=0.1, batch_first=True, norm_first=norm_first).eval()
     copy_decoder_layer(ours, ref)
     x, memory, keep = torch.randn(B, T, D), torch.randn(B, S, D), source_padding()
-    out = ours(x, memory, tgt_mask=tl.causal_mask(T), memory_mask=tl.padding_mask(keep.long(), 0))
+    out = ours(x, memory, src_mask=tl.padding_mask(keep.long(), 0), tgt_mask=tl.causal_mask(T))
     expected = ref(
         x, memory,
         tgt_mask=torch_attn_mask(tl.causal_mask(T)),
@@ -106,14 +103,16 @@ def test_post_ln_stacks_have_no_final_norm_and_pre_ln_stacks_do():
     assert isinstance(tl.Decoder(2, D, H, F, norm_first=True).norm, nn.LayerNorm)
 
 
-def test_stacks_return_weights_of_every_layer_when_asked():
+def test_stacks_record_the_weights_of_every_layer():
     encoder, decoder = tl.Encoder(3, D, H, F).eval(), tl.Decoder(3, D, H, F).eval()
-    memory, enc_w = encoder(torch.randn(B, S, D), need_weights=True)
-    out, dec_w = decoder(torch.randn(B, T, D), memory, tgt_mask=tl.causal_mask(T), need_weights=True)
-    assert len(enc_w) == len(dec_w) == 3
-    assert enc_w[0].shape == (B, H, S, S)
-    assert dec_w[2][0].shape == (B, H, T, T) and dec_w[2][1].shape == (B, H, T, S)
-    assert torch.all(dec_w[0][0].triu(1) == 0), "masked self-attention never looks ahead"
+    with tl.record_attention(encoder) as enc_w:
+        memory = encoder(torch.randn(B, S, D))
+    with tl.record_attention(decoder) as dec_w:
+        out = decoder(torch.randn(B, T, D), memory, tgt_mask=tl.causal_mask(T))
+    assert len(enc_w.encoder) == len(dec_w.decoder_self) == len(dec_w.cross) == 3
+    assert enc_w.encoder[0].shape == (B, H, S, S)
+    assert dec_w.decoder_self[2].shape == (B, H, T, T) and dec_w.cross[2].shape == (B, H, T, S)
+    assert torch.all(dec_w.decoder_self[0].triu(1) == 0), "masked self-attention never looks ahead"
     assert out.shape == (B, T, D)
 
 

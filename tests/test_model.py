@@ -51,7 +51,7 @@ def test_encoder_decoder_stack_matches_nn_transformer(norm_first):
     x_src = model.src_positions(model.src_embed(src))
     x_tgt = model.tgt_positions(model.tgt_embed(tgt))
     memory = model.encoder(x_src, model.src_mask(src))
-    ours = model.decoder(x_tgt, memory, model.tgt_mask(tgt), model.src_mask(src))
+    ours = model.decoder(x_tgt, memory, model.src_mask(src), model.tgt_mask(tgt))
     keep = src != 0
     theirs = ref(
         x_src, x_tgt,
@@ -114,13 +114,31 @@ def test_state_dict_round_trip_gives_identical_outputs():
 def test_output_shape_and_attention_maps():
     model = tl.Transformer(small_config()).eval()
     src, tgt = batch()
-    logits, maps = model(src, tgt, need_weights=True)
+    with tl.record_attention(model) as maps:
+        logits = model(src, tgt)
     assert logits.shape == (B, T, 19)
-    assert [w.shape for w in maps["encoder"]] == [(B, 3, S, S)] * 2
-    assert [w.shape for w in maps["decoder_self"]] == [(B, 3, T, T)] * 2
-    assert [w.shape for w in maps["cross"]] == [(B, 3, T, S)] * 2
-    assert torch.all(maps["cross"][0][1, :, :, -2:] == 0), "no attention to source padding"
+    assert [w.shape for w in maps.encoder] == [(B, 3, S, S)] * 2
+    assert [w.shape for w in maps.decoder_self] == [(B, 3, T, T)] * 2
+    assert [w.shape for w in maps.cross] == [(B, 3, T, S)] * 2
+    assert torch.all(maps.cross[0][1, :, :, -2:] == 0), "no attention to source padding"
     torch.testing.assert_close(logits, model(src, tgt))
+
+
+def test_recording_chosen_layers_leaves_the_others_on_the_fused_path():
+    model = tl.Transformer(small_config()).eval()
+    src, tgt = batch()
+    last_cross = model.decoder.layers[-1].cross_attn
+    with tl.record_attention(model, [last_cross]) as maps:
+        model(src, tgt)
+    assert maps.encoder == [None, None] and maps.decoder_self == [None, None]
+    assert maps.cross[0] is None and maps.cross[-1].shape == (B, 3, T, S)
+    assert list(maps.maps) == ["decoder.layers.1.cross_attn"]
+    with pytest.raises(ValueError, match="modules must be MultiHeadAttention modules of model"):
+        with tl.record_attention(model, [tl.MultiHeadAttention(12, 3)]):
+            pass
+    with pytest.raises(ValueError, match="weights needs exactly one recorded module, got 6"):
+        with tl.record_attention(model) as maps:
+            maps.weights
 
 
 # -- embeddings sharing (Section 3.4) ------------------------------------------------

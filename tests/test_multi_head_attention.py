@@ -8,18 +8,9 @@ from torch import nn
 
 import transformer_lab as tl
 from parity import torch_attn_mask
+from transformer_lab.interop import copy_into_torch_attention, to_torch_attention
 
 B, S, T, D, H = 2, 7, 5, 12, 3
-
-
-def copy_into_torch(ours: tl.MultiHeadAttention) -> nn.MultiheadAttention:
-    ref = nn.MultiheadAttention(ours.d_model, ours.num_heads, batch_first=True)
-    with torch.no_grad():
-        ref.in_proj_weight.copy_(torch.cat([ours.w_q.weight, ours.w_k.weight, ours.w_v.weight]))
-        ref.in_proj_bias.copy_(torch.cat([ours.w_q.bias, ours.w_k.bias, ours.w_v.bias]))
-        ref.out_proj.weight.copy_(ours.w_o.weight)
-        ref.out_proj.bias.copy_(ours.w_o.bias)
-    return ref.eval()
 
 
 def randomise_biases(module):
@@ -34,7 +25,7 @@ def randomise_biases(module):
 @pytest.mark.parametrize("with_mask", [False, True])
 def test_matches_nn_multihead_attention(kind, with_mask):
     ours = randomise_biases(tl.MultiHeadAttention(D, H)).eval()
-    ref = copy_into_torch(ours)
+    ref = to_torch_attention(ours).eval()
     x = torch.randn(B, T, D)
     memory = x if kind == "self" else torch.randn(B, S, D)
     src_len = memory.size(1)
@@ -42,7 +33,9 @@ def test_matches_nn_multihead_attention(kind, with_mask):
     key_padding[1, -2:] = False  # example 1 has two padding positions
     attn = tl.causal_mask(T) if kind == "self" else torch.ones(T, src_len, dtype=torch.bool)
     mask = (key_padding[:, None, :] & attn) if with_mask else None  # (B, T, S)
-    out, w = ours(x, memory, memory, mask=mask, need_weights=True)
+    with tl.record_attention(ours) as recorded:
+        out = ours(x, memory, memory, mask=mask)
+    w = recorded.weights
     ref_out, ref_w = ref(
         x, memory, memory,
         key_padding_mask=torch_attn_mask(key_padding) if with_mask else None,
@@ -51,7 +44,7 @@ def test_matches_nn_multihead_attention(kind, with_mask):
     )
     torch.testing.assert_close(out, ref_out)
     torch.testing.assert_close(w, ref_w)
-    fused, _ = ours(x, memory, memory, mask=mask)
+    fused = ours(x, memory, memory, mask=mask)
     torch.testing.assert_close(fused, ref_out)
 
 
@@ -73,9 +66,10 @@ def reference_per_head(mha, query, key, value):
 def test_heads_are_split_and_concatenated_along_the_feature_axis(d_k, d_v):
     mha = randomise_biases(tl.MultiHeadAttention(D, H, d_k=d_k, d_v=d_v))
     q, kv = torch.randn(B, T, D), torch.randn(B, S, D)
-    out, w = mha(q, kv, kv, need_weights=True)
+    with tl.record_attention(mha) as attn:
+        out = mha(q, kv, kv)
     torch.testing.assert_close(out, reference_per_head(mha, q, kv, kv))
-    assert w.shape == (B, H, T, S)
+    assert attn.weights.shape == (B, H, T, S)
 
 
 def test_d_k_and_d_v_default_independently():
@@ -93,7 +87,7 @@ def test_all_four_projections_are_registered_parameters():
     expected = (D * H * 2 + H * 2) * 2 + (D * H * 6 + H * 6) + (H * 6 * D + D)
     assert tl.count_parameters(mha) == expected
     assert {k.split(".")[0] for k in mha.state_dict()} == {"w_q", "w_k", "w_v", "w_o"}
-    out, _ = mha(torch.randn(B, T, D), torch.randn(B, S, D), torch.randn(B, S, D))
+    out = mha(torch.randn(B, T, D), torch.randn(B, S, D), torch.randn(B, S, D))
     out.sum().backward()
     assert all(p.grad is not None and p.grad.abs().sum() > 0 for p in mha.parameters())
 
@@ -105,8 +99,8 @@ def test_self_attention_without_positions_is_permutation_equivariant(seed):
     mha = tl.MultiHeadAttention(D, H).eval()
     x = torch.randn(B, S, D)
     perm = torch.randperm(S)
-    out, _ = mha(x, x, x)
-    out_perm, _ = mha(x[:, perm], x[:, perm], x[:, perm])
+    out = mha(x, x, x)
+    out_perm = mha(x[:, perm], x[:, perm], x[:, perm])
     torch.testing.assert_close(out_perm, out[:, perm])
 
 
@@ -115,17 +109,17 @@ def test_masks_of_every_documented_rank_are_accepted(shape):
     mha = tl.MultiHeadAttention(D, H).eval()
     x = torch.randn(B, T, D)
     mask = tl.causal_mask(T).expand(shape)
-    out, _ = mha(x, x, x, mask=mask)
-    expected, _ = mha(x, x, x, mask=tl.causal_mask(T))
+    out = mha(x, x, x, mask=mask)
+    expected = mha(x, x, x, mask=tl.causal_mask(T))
     torch.testing.assert_close(out, expected)
 
 
 def test_incremental_self_attention_with_a_cache_equals_full_causal_attention():
     mha = tl.MultiHeadAttention(D, H).eval()
     x = torch.randn(B, T, D)
-    full, _ = mha(x, x, x, mask=tl.causal_mask(T))
+    full = mha(x, x, x, mask=tl.causal_mask(T))
     cache = tl.KVCache()
-    steps = [mha(x[:, t : t + 1], x[:, t : t + 1], x[:, t : t + 1], cache=cache)[0] for t in range(T)]
+    steps = [mha(x[:, t : t + 1], x[:, t : t + 1], x[:, t : t + 1], cache=cache) for t in range(T)]
     torch.testing.assert_close(torch.cat(steps, dim=1), full)
     assert cache.length == T
 
@@ -134,7 +128,7 @@ def test_cross_attention_cache_projects_the_memory_once():
     mha = tl.MultiHeadAttention(D, H).eval()
     memory = torch.randn(B, S, D)
     cache = tl.KVCache(static=True)
-    first, _ = mha(torch.randn(B, 1, D), memory, memory, cache=cache)
+    mha(torch.randn(B, 1, D), memory, memory, cache=cache)
     k = cache.k
     mha(torch.randn(B, 1, D), memory, memory, cache=cache)
     assert cache.k is k and cache.length == S
@@ -151,3 +145,33 @@ def test_bad_arguments_are_named():
         mha(torch.randn(B, T, D), torch.randn(3, S, D), torch.randn(3, S, D))
     with pytest.raises(TypeError, match="boolean"):
         mha(torch.randn(B, T, D), torch.randn(B, S, D), torch.randn(B, S, D), mask=torch.ones(T, S))
+
+
+def test_recording_changes_neither_the_output_nor_its_type_and_stops_afterwards():
+    mha = randomise_biases(tl.MultiHeadAttention(D, H)).eval()
+    x, mask = torch.randn(B, T, D), tl.causal_mask(T)
+    fused = mha(x, x, x, mask=mask)
+    with tl.record_attention(mha) as attn:
+        recorded = mha(x, x, x, mask=mask)
+    assert isinstance(recorded, torch.Tensor)
+    torch.testing.assert_close(recorded, fused)
+    torch.testing.assert_close(attn.weights.sum(-1), torch.ones(B, H, T))
+    assert torch.all(attn.weights.triu(1) == 0), "the mask is applied to the recorded weights"
+    assert mha.on_weights is None, "outside the block the fused path runs again"
+
+
+def test_recorded_weights_are_taken_before_dropout():
+    mha = tl.MultiHeadAttention(D, H, dropout=0.5).train()
+    x = torch.randn(B, T, D)
+    with tl.record_attention(mha) as attn:
+        dropped = mha(x, x, x)
+    torch.testing.assert_close(attn.weights.sum(-1), torch.ones(B, H, T))
+    assert not torch.allclose(dropped, mha.eval()(x, x, x))
+
+
+def test_the_weight_copy_rejects_modules_of_another_shape():
+    ours = tl.MultiHeadAttention(D, H)
+    with pytest.raises(ValueError, match="theirs must have embed_dim=12 and num_heads=3, got embed_dim=12 and num_heads=2"):
+        copy_into_torch_attention(ours, nn.MultiheadAttention(D, 2, batch_first=True))
+    with pytest.raises(ValueError, match="ours must have biases and d_k = d_v = d_model / num_heads"):
+        to_torch_attention(tl.MultiHeadAttention(D, H, d_k=2, d_v=2))

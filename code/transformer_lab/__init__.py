@@ -1,6 +1,9 @@
 """transformer_lab: "Attention Is All You Need" (Vaswani et al., 2017) in tested PyTorch.
 
 Modules follow the paper (and the slides) in order; this file only re-exports them.
+Importing it pulls in neither matplotlib nor tqdm nor sacrebleu: the teaching helpers
+(plots, shape traces, timings) live in ``transformer_lab.teaching``, imported on its own,
+and the command lines in ``transformer_lab.cli``.
 """
 
 from .embeddings import TokenEmbedding
@@ -16,6 +19,7 @@ from .multi_head_attention import KVCache, MultiHeadAttention
 from .feed_forward import PositionwiseFeedForward
 from .layers import Decoder, DecoderCache, DecoderLayer, Encoder, EncoderLayer
 from .model import Transformer, TransformerConfig, count_parameters
+from .recording import AttentionRecord, record_attention
 from .data import (
     BOS_ID,
     EOS_ID,
@@ -41,7 +45,7 @@ from .training import (
     noam_learning_rate,
     train_step,
 )
-from .decoding import beam_search, gnmt_length_penalty, greedy_decode
+from .decoding import beam_search, generate, gnmt_length_penalty, greedy_decode, greedy_steps
 from .evaluation import corpus_bleu, evaluate
 from .checkpoint import (
     CheckpointError,
@@ -52,24 +56,10 @@ from .checkpoint import (
     save_checkpoint,
 )
 from .distributed import resolve_device
-from .visualization import (
-    PALETTE,
-    plot_attention,
-    plot_attention_cost,
-    plot_decode_step_times,
-    plot_attention_heads,
-    plot_dot_product_variance,
-    plot_label_smoothing,
-    plot_layer_gradient_norms,
-    plot_learning_rate_schedule,
-    plot_mask,
-    plot_positional_encoding,
-    plot_scaling_argument,
-    plot_softmax_saturation,
-    plot_training_curves,
-    plot_wavelengths,
-)
-from . import speed
-from .introspection import layer_gradient_norms, source_code, source_markdown, trace_shapes
+from .inference import cross_attention, load_model, translate
+from .callbacks import Callback, ConsoleReport, Progress, ProgressBar
+from .run_config import PRESETS, RECIPES, RunConfig
+from .run_files import TrainError
+from .run import RunResult, fit
 
 __version__ = "0.1.0"

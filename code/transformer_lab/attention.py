@@ -17,11 +17,12 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from . import checks
+
 
 def check_mask(mask: Tensor, scores_shape: torch.Size | tuple[int, ...], name: str = "mask") -> None:
     """Raise unless ``mask`` is boolean and broadcastable to ``scores_shape`` (..., T, S)."""
-    if not isinstance(mask, Tensor):
-        raise TypeError(f"{name} must be a torch.Tensor, got {type(mask).__name__}")
+    checks.tensor(name, mask)
     if mask.dtype != torch.bool:
         raise TypeError(f"{name} must be a boolean tensor (True = may attend), got dtype {mask.dtype}")
     shape = tuple(scores_shape)
@@ -35,10 +36,10 @@ def check_mask(mask: Tensor, scores_shape: torch.Size | tuple[int, ...], name: s
         )
 
 
-def _check_qkv(query: Tensor, key: Tensor, value: Tensor) -> None:
-    for name, t in (("query", query), ("key", key), ("value", value)):
-        if not isinstance(t, Tensor):
-            raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+def _check_inputs(query: Tensor, key: Tensor, value: Tensor | None = None, mask: Tensor | None = None) -> None:
+    named = (("query", query), ("key", key)) + ((("value", value),) if value is not None else ())
+    for name, t in named:
+        checks.tensor(name, t)
         if t.dim() < 2:
             raise ValueError(f"{name} must have shape (..., length, dim), got {tuple(t.shape)}")
     if query.size(-1) != key.size(-1):
@@ -46,17 +47,21 @@ def _check_qkv(query: Tensor, key: Tensor, value: Tensor) -> None:
             f"query and key must share d_k, got query (..., {query.size(-1)}) "
             f"and key (..., {key.size(-1)})"
         )
-    if key.size(-2) != value.size(-2):
+    if value is not None and key.size(-2) != value.size(-2):
         raise ValueError(
             f"key and value must have the same length S, got key {tuple(key.shape)} "
             f"and value {tuple(value.shape)}"
         )
+    if mask is not None:
+        batch = torch.broadcast_shapes(query.shape[:-2], key.shape[:-2])
+        check_mask(mask, batch + (query.size(-2), key.size(-2)))
 
 
-def attention_weights(
-    query: Tensor, key: Tensor, mask: Tensor | None = None
-) -> Tensor:
-    """softmax(Q K^T / sqrt(d_k)) with masked keys set to exactly zero. (..., T, S).
+def attention_weights(query: Tensor, key: Tensor, mask: Tensor | None = None) -> Tensor:
+    """softmax(Q K^T / sqrt(d_k)) with masked keys set to exactly zero: (..., T, S).
+
+    query (..., T, K), key (..., S, K); ``mask`` boolean, True = may attend,
+    broadcastable to (..., T, S). ``attention_weights(q, k, mask) @ v`` is equation (1).
 
     Masked scores are filled with the dtype's most negative finite value (not -inf, which
     makes a fully masked row NaN, and not -1e9, which is outside float16's range). Then
@@ -64,6 +69,7 @@ def attention_weights(
     weights, hence a zero output: finite, never NaN. Half-precision inputs take the
     softmax in float32.
     """
+    _check_inputs(query, key, mask=mask)
     scale = 1.0 / math.sqrt(query.size(-1))
     # Scaling q first is cheaper than scaling the (T, S) scores.
     scores = (query * scale) @ key.transpose(-2, -1)  # (..., T, S)
@@ -84,42 +90,27 @@ def scaled_dot_product_attention(
     value: Tensor,
     mask: Tensor | None = None,
     dropout_p: float = 0.0,
-    need_weights: bool = False,
-) -> tuple[Tensor, Tensor | None]:
+) -> Tensor:
     """Equation (1): softmax(Q K^T / sqrt(d_k)) V.
 
     Args:
         query: (..., T, K). key: (..., S, K). value: (..., S, V).
         mask: optional boolean, True = may attend, broadcastable to (..., T, S).
         dropout_p: dropout on the attention weights (0 in evaluation).
-        need_weights: also return the (..., T, S) weights.
 
     Returns:
-        ``(output (..., T, V), weights (..., T, S) or None)``.
+        output (..., T, V).
 
-    Two paths with the same result: with ``need_weights=True`` the explicit
-    matmul-softmax-matmul of :func:`attention_weights` (the weights are returned before
-    dropout); otherwise PyTorch's fused ``F.scaled_dot_product_attention``, which never
-    materialises the weights. A fully masked query row gives a zero output on both.
+    Runs PyTorch's fused ``F.scaled_dot_product_attention``, which never materialises
+    the (T, S) weights; :func:`attention_weights` computes them when they are wanted
+    (``attention_weights(q, k, mask) @ v`` is the same output). A fully masked query
+    row gives a zero output, as it does there.
     """
-    _check_qkv(query, key, value)
-    if not 0.0 <= dropout_p < 1.0:
-        raise ValueError(f"dropout_p must be in [0, 1), got {dropout_p}")
-    scores_shape = torch.broadcast_shapes(query.shape[:-2], key.shape[:-2]) + (
-        query.size(-2),
-        key.size(-2),
-    )
-    if mask is not None:
-        check_mask(mask, scores_shape)
-
-    if need_weights:
-        weights = attention_weights(query, key, mask)  # (..., T, S)
-        dropped = F.dropout(weights, dropout_p) if dropout_p > 0 else weights
-        return dropped @ value, weights  # (..., T, V)
-
+    _check_inputs(query, key, value, mask)
+    checks.fraction("dropout_p", dropout_p)
     output = F.scaled_dot_product_attention(query, key, value, attn_mask=mask, dropout_p=dropout_p)
     if mask is not None:
         # The fused kernels disagree on rows with no visible key (zeros on CPU, NaN on
-        # some GPU kernels); pin them to zero like the explicit path.
+        # some GPU kernels); pin them to zero like attention_weights does.
         output = output.masked_fill(~mask.any(dim=-1, keepdim=True), 0.0)
-    return output, None  # (..., T, V)
+    return output  # (..., T, V)

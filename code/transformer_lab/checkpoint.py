@@ -22,6 +22,8 @@ from pathlib import Path
 
 import torch
 
+from . import checks
+
 FORMAT = "transformer_lab.checkpoint/1"
 REQUIRED_KEYS = ("format", "step", "model", "config", "src_vocab", "tgt_vocab")
 _NAME = re.compile(r"^step_(\d+)\.pt$")
@@ -110,8 +112,7 @@ def load_checkpoint(path: str | os.PathLike, map_location="cpu") -> dict:
 
 def prune_checkpoints(directory: str | os.PathLike, keep: int) -> None:
     """Delete all but the newest ``keep`` step checkpoints in ``directory``."""
-    if keep < 1:
-        raise ValueError(f"keep must be a positive int, got {keep!r}")
+    checks.positive_int("keep", keep)
     for p in list_checkpoints(directory)[:-keep]:
         p.unlink(missing_ok=True)
 

@@ -14,28 +14,68 @@ Shapes: B batch, S source length, L output length, k beam size, V vocabulary.
 
 from __future__ import annotations
 
+from typing import Iterator
+
 import torch
 from torch import Tensor
 
+from . import checks
 from .model import Transformer
 
 
-def _check(model, src: Tensor, max_len: int, bos_id: int, eos_id: int) -> None:
+def _check(model, src: Tensor, max_len: int, bos_id: int, eos_id: int | None) -> None:
     if not isinstance(model, Transformer):
         raise TypeError(f"model must be a transformer_lab.Transformer, got {type(model).__name__}")
     if not isinstance(src, Tensor) or src.dim() != 2:
         raise ValueError(f"src must be a (B, S) tensor of token ids, got {getattr(src, 'shape', src)!r}")
-    if not isinstance(max_len, int) or max_len < 1:
-        raise ValueError(f"max_len must be a positive int, got {max_len!r}")
+    checks.positive_int("max_len", max_len)
     vocab = model.config.tgt_vocab_size
     for name, value in (("bos_id", bos_id), ("eos_id", eos_id)):
-        if not 0 <= value < vocab:
-            raise ValueError(f"{name} must be in [0, {vocab}), got {value}")
+        if value is not None and not 0 <= value < vocab:
+            raise ValueError(f"{name} must be in [0, {vocab}), got {value!r}")
 
 
 def gnmt_length_penalty(length: int, alpha: float) -> float:
     """GNMT's lp(Y) = ((5 + |Y|) / 6) ** alpha; alpha = 0 turns it off."""
     return ((5.0 + length) / 6.0) ** alpha
+
+
+def _encode(model: Transformer, src: Tensor, src_mask: Tensor | None) -> tuple[Tensor, Tensor]:
+    """The memory (B, S, D) and the source mask every decoding step reads with it."""
+    if src_mask is None:
+        src_mask = model.src_mask(src)  # (B, 1, 1, S)
+    return model.encode(src, src_mask), src_mask
+
+
+@torch.no_grad()
+def greedy_steps(
+    model: Transformer,
+    src: Tensor,
+    bos_id: int,
+    eos_id: int | None = None,
+    use_cache: bool = True,
+    src_mask: Tensor | None = None,
+) -> Iterator[Tensor]:
+    """Greedy decoding as a stream: yield the tokens so far, LongTensor (B, L), first the
+    ``bos_id`` column (L = 1), then one more column per step, without end.
+
+    After a row's ``eos_id`` the row holds ``model.config.pad_id``; with ``eos_id=None`` no
+    row ever ends. The caller decides when to stop (:func:`greedy_decode` does at
+    ``max_len`` or when every row has ended). Without the cache every step re-runs the
+    decoder on the whole prefix (same tokens, quadratically more work).
+    """
+    memory, src_mask = _encode(model, src, src_mask)  # (B, S, D)
+    tokens = torch.full((src.size(0), 1), bos_id, dtype=torch.long, device=src.device)  # (B, 1)
+    finished = torch.zeros(src.size(0), dtype=torch.bool, device=src.device)  # (B,)
+    cache = model.new_cache() if use_cache else None
+    while True:
+        yield tokens
+        new = tokens[:, -1:] if use_cache else tokens  # (B, 1) with the cache, else (B, L)
+        logits = model.decode(new, memory, src_mask, cache=cache)  # (B, 1 or L, V)
+        next_token = logits[:, -1].argmax(dim=-1).masked_fill(finished, model.config.pad_id)  # (B,)
+        tokens = torch.cat([tokens, next_token[:, None]], dim=1)  # (B, L + 1)
+        if eos_id is not None:
+            finished |= next_token == eos_id
 
 
 @torch.no_grad()
@@ -51,29 +91,70 @@ def greedy_decode(
     """Pick the most likely next token until EOS: (B, S) -> LongTensor (B, <= max_len).
 
     Each row starts with ``bos_id``; after its ``eos_id`` the row holds
-    ``model.config.pad_id``. Without the cache every step re-runs the decoder on the
-    whole prefix (same tokens, quadratically more work).
+    ``model.config.pad_id``. The steps are :func:`greedy_steps`'.
     """
     _check(model, src, max_len, bos_id, eos_id)
-    pad_id = model.config.pad_id
-    if src_mask is None:
-        src_mask = model.src_mask(src)
-    memory = model.encode(src, src_mask)  # (B, S, D)
-    tokens = torch.full((src.size(0), 1), bos_id, dtype=torch.long, device=src.device)  # (B, 1)
-    finished = torch.zeros(src.size(0), dtype=torch.bool, device=src.device)
-    cache = model.new_cache() if use_cache else None
-    for _ in range(max_len - 1):
-        if use_cache:
-            logits = model.decode(tokens[:, -1:], memory, src_mask, cache=cache)  # (B, 1, V)
-        else:
-            logits = model.decode(tokens, memory, src_mask)  # (B, L, V)
-        next_token = logits[:, -1].argmax(dim=-1)  # (B,)
-        next_token = next_token.masked_fill(finished, pad_id)
-        tokens = torch.cat([tokens, next_token[:, None]], dim=1)  # (B, L + 1)
-        finished |= next_token == eos_id
-        if bool(finished.all()):
-            break
-    return tokens
+    for tokens in greedy_steps(model, src, bos_id, eos_id, use_cache, src_mask):
+        ended = (tokens[:, 1:] == eos_id).any(dim=1)  # (B,)
+        if tokens.size(1) == max_len or bool(ended.all()):
+            return tokens
+    raise AssertionError("greedy_steps never ends")
+
+
+class _Beams:
+    """Beam search's bookkeeping for B examples of k hypotheses each: the live prefixes
+    (rows b*k .. b*k + k - 1 of ``tokens`` belong to example b), their scores, and the
+    finished hypotheses with their length-normalised scores."""
+
+    def __init__(self, batch: int, k: int, bos_id: int, alpha: float, device):
+        self.k, self.alpha = k, alpha
+        self.tokens = torch.full((batch * k, 1), bos_id, dtype=torch.long, device=device)  # (B*k, 1)
+        self.scores = torch.full((batch, k), float("-inf"), device=device)  # (B, k)
+        self.scores[:, 0] = 0.0  # all beams start equal: expand only the first one
+        self.finished: list[list[tuple[float, Tensor]]] = [[] for _ in range(batch)]
+        self.done = [False] * batch
+        self.block = torch.arange(batch, device=device)[:, None] * k  # (B, 1): first row of each example
+
+    def candidates(self, log_p: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """The best 2k extensions per example: scores, beam and token, each (B, 2k)."""
+        vocab = log_p.size(-1)
+        scores = (self.scores.view(-1, 1) + log_p).view(len(self.done), self.k * vocab)  # (B, k*V)
+        top_scores, top_index = scores.topk(2 * self.k, dim=-1)  # (B, 2k)
+        return top_scores, top_index // vocab, top_index % vocab
+
+    def finish(self, step: int, top_scores: Tensor, beam: Tensor, token: Tensor, is_eos: Tensor, last: bool) -> None:
+        """Finish the hypotheses ending in EOS among the top k (every live one at the last step)."""
+        for b in range(len(self.done)):
+            if self.done[b]:
+                continue
+            for rank in range(self.k):
+                score = float(top_scores[b, rank])
+                if score == float("-inf") or not (last or is_eos[b, rank]):
+                    continue
+                row = int(self.block[b, 0] + beam[b, rank])
+                hypothesis = torch.cat([self.tokens[row], token[b, rank].view(1)])
+                self.finished[b].append((score / gnmt_length_penalty(step, self.alpha), hypothesis))
+            if len(self.finished[b]) >= self.k or last:
+                self.done[b] = True
+
+    def advance(self, top_scores: Tensor, beam: Tensor, token: Tensor, is_eos: Tensor) -> Tensor:
+        """Keep the k best candidates that do not end in EOS; return the rows (B*k,) they extend."""
+        k = self.k
+        order = (is_eos.long() * 2 * k + torch.arange(2 * k, device=token.device)).argsort(dim=-1)[:, :k]
+        self.scores = top_scores.gather(1, order)  # (B, k)
+        self.scores[is_eos.gather(1, order)] = float("-inf")
+        rows = (self.block + beam.gather(1, order)).view(-1)  # (B*k,) rows that survive
+        self.tokens = torch.cat([self.tokens[rows], token.gather(1, order).view(-1, 1)], dim=1)  # (B*k, L+1)
+        return rows
+
+    def best(self, pad_id: int) -> Tensor:
+        """The best finished hypothesis of each example, padded: LongTensor (B, L)."""
+        best = [max(hyps, key=lambda h: h[0])[1] for hyps in self.finished]
+        out = torch.full((len(best), max(len(h) for h in best)), pad_id, dtype=torch.long,
+                         device=self.tokens.device)
+        for b, hypothesis in enumerate(best):
+            out[b, : len(hypothesis)] = hypothesis
+        return out
 
 
 @torch.no_grad()
@@ -98,66 +179,43 @@ def beam_search(
     live ones are finished as they are. Beam size 1 is greedy decoding.
     """
     _check(model, src, max_len, bos_id, eos_id)
-    if not isinstance(beam_size, int) or beam_size < 1:
-        raise ValueError(f"beam_size must be a positive int, got {beam_size!r}")
-    alpha = length_penalty
-    k, batch, device = beam_size, src.size(0), src.device
+    k = checks.positive_int("beam_size", beam_size)
     vocab = model.config.tgt_vocab_size
     if 2 * k > vocab:
         raise ValueError(f"beam_size={k} needs a vocabulary of at least {2 * k} tokens, got {vocab}")
-    if src_mask is None:
-        src_mask = model.src_mask(src)
     if max_len == 1:
-        return torch.full((batch, 1), bos_id, dtype=torch.long, device=device)
-    memory = model.encode(src, src_mask)  # (B, S, D)
+        return torch.full((src.size(0), 1), bos_id, dtype=torch.long, device=src.device)
+    memory, src_mask = _encode(model, src, src_mask)
     memory = memory.repeat_interleave(k, dim=0)  # (B*k, S, D)
     src_mask = src_mask.repeat_interleave(k, dim=0)  # (B*k, 1, 1, S)
-
-    tokens = torch.full((batch * k, 1), bos_id, dtype=torch.long, device=device)  # (B*k, 1)
-    scores = torch.full((batch, k), float("-inf"), device=device)
-    scores[:, 0] = 0.0  # all beams start equal: expand only the first one
-    finished: list[list[tuple[float, Tensor]]] = [[] for _ in range(batch)]
-    done = [False] * batch
-    cache = model.new_cache()
-    block = torch.arange(batch, device=device)[:, None] * k  # (B, 1): first row of each example
-
+    beams, cache = _Beams(src.size(0), k, bos_id, length_penalty, src.device), model.new_cache()
     for step in range(1, max_len):
-        logits = model.decode(tokens[:, -1:], memory, src_mask, cache=cache)[:, -1]  # (B*k, V)
-        log_p = torch.log_softmax(logits.float(), dim=-1)
-        candidates = (scores.view(-1, 1) + log_p).view(batch, k * vocab)  # (B, k*V)
-        top_scores, top_index = candidates.topk(2 * k, dim=-1)  # (B, 2k)
-        beam, token = top_index // vocab, top_index % vocab  # (B, 2k) each
-        is_eos = token == eos_id
-        last_step = step == max_len - 1
-
-        # Finish hypotheses: EOS among the top k (or every live one at the last step).
-        for b in range(batch):
-            if done[b]:
-                continue
-            for rank in range(k):
-                score = float(top_scores[b, rank])
-                if score == float("-inf") or not (last_step or is_eos[b, rank]):
-                    continue
-                row = int(block[b, 0] + beam[b, rank])
-                hypothesis = torch.cat([tokens[row], token[b, rank].view(1)])
-                normalised = score / gnmt_length_penalty(step, alpha)
-                finished[b].append((normalised, hypothesis))
-            if len(finished[b]) >= k or last_step:
-                done[b] = True
-        if all(done):
+        logits = model.decode(beams.tokens[:, -1:], memory, src_mask, cache=cache)[:, -1]  # (B*k, V)
+        top_scores, beam, token = beams.candidates(torch.log_softmax(logits.float(), dim=-1))
+        is_eos = token == eos_id  # (B, 2k)
+        beams.finish(step, top_scores, beam, token, is_eos, last=step == max_len - 1)
+        if all(beams.done):
             break
+        cache.reorder(beams.advance(top_scores, beam, token, is_eos))
+    return beams.best(model.config.pad_id)
 
-        # The k best candidates that do not end in EOS go on to the next step.
-        order = (is_eos.long() * 2 * k + torch.arange(2 * k, device=device)).argsort(dim=-1)[:, :k]
-        scores = top_scores.gather(1, order)  # (B, k)
-        scores[is_eos.gather(1, order)] = float("-inf")
-        rows = (block + beam.gather(1, order)).view(-1)  # (B*k,) rows that survive
-        tokens = torch.cat([tokens[rows], token.gather(1, order).view(-1, 1)], dim=1)  # (B*k, L+1)
-        cache.reorder(rows)
 
-    best = [max(hyps, key=lambda h: h[0])[1] for hyps in finished]
-    out = torch.full((batch, max(len(h) for h in best)), model.config.pad_id, dtype=torch.long, device=device)
-    for b, hypothesis in enumerate(best):
-        out[b, : len(hypothesis)] = hypothesis
-    return out
-
+def generate(
+    model: Transformer,
+    src: Tensor,
+    bos_id: int,
+    eos_id: int,
+    beam_size: int = 1,
+    length_penalty: float = 0.6,
+    extra_length: int = 50,
+    src_mask: Tensor | None = None,
+) -> Tensor:
+    """Section 6.1's decoding: (B, S) -> LongTensor (B, L) of at most S + ``extra_length``
+    tokens ("input length + 50"), capped at the model's ``max_len``; greedy when
+    ``beam_size`` is 1 (beam size 1 is greedy decoding), beam search otherwise."""
+    checks.positive_int("beam_size", beam_size)
+    checks.non_negative_int("extra_length", extra_length)
+    max_len = min(src.size(1) + extra_length, model.config.max_len)
+    if beam_size == 1:
+        return greedy_decode(model, src, max_len, bos_id, eos_id, src_mask=src_mask)
+    return beam_search(model, src, beam_size, max_len, bos_id, eos_id, length_penalty, src_mask)

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 import torch
 import torch.distributed as dist
 
+from . import checks
+
 DEVICE_CHOICES = ("auto", "cpu", "cuda", "mps")
 
 
@@ -25,8 +27,7 @@ def _mps_available() -> bool:
 def resolve_device(name: str = "auto", local_rank: int = 0) -> torch.device:
     """``auto`` picks CUDA, then MPS (Apple), then the CPU. A named device that this
     machine lacks is a ValueError that says what is available."""
-    if name not in DEVICE_CHOICES:
-        raise ValueError(f"device must be one of {', '.join(DEVICE_CHOICES)}, got {name!r}")
+    checks.one_of("device", name, DEVICE_CHOICES)
     available = ["cpu"] + (["cuda"] if torch.cuda.is_available() else []) + (["mps"] if _mps_available() else [])
     if name == "auto":
         name = "cuda" if "cuda" in available else "mps" if "mps" in available else "cpu"

@@ -14,11 +14,12 @@ import math
 import torch
 from torch import Tensor, nn
 
+from . import checks
+
 
 def check_token_ids(tokens: Tensor, vocab_size: int, name: str = "tokens") -> None:
     """Raise a clear error unless ``tokens`` is an integer tensor with ids in [0, vocab_size)."""
-    if not isinstance(tokens, Tensor):
-        raise TypeError(f"{name} must be a torch.Tensor of token ids, got {type(tokens).__name__}")
+    checks.tensor(name, tokens)
     if tokens.dtype.is_floating_point or tokens.dtype.is_complex or tokens.dtype == torch.bool:
         raise TypeError(f"{name} must hold integer token ids (torch.long), got dtype {tokens.dtype}")
     if tokens.numel() == 0:
@@ -44,10 +45,8 @@ class TokenEmbedding(nn.Module):
 
     def __init__(self, vocab_size: int, d_model: int, padding_idx: int | None = None):
         super().__init__()
-        if not isinstance(vocab_size, int) or vocab_size < 1:
-            raise ValueError(f"vocab_size must be a positive int, got {vocab_size!r}")
-        if not isinstance(d_model, int) or d_model < 1:
-            raise ValueError(f"d_model must be a positive int, got {d_model!r}")
+        checks.positive_int("vocab_size", vocab_size)
+        checks.positive_int("d_model", d_model)
         if padding_idx is not None and not 0 <= padding_idx < vocab_size:
             raise ValueError(f"padding_idx must be in [0, {vocab_size}), got {padding_idx}")
         self.vocab_size = vocab_size

@@ -20,7 +20,7 @@ import torch
 from torch import nn
 
 from .data import BOS_ID, EOS_ID, Vocabulary
-from .decoding import beam_search, greedy_decode
+from .decoding import generate
 from .training import LabelSmoothingLoss, batch_loss_sum
 
 
@@ -66,7 +66,6 @@ def evaluate(
     net.eval()
     loss_fn = loss_fn if loss_fn is not None else LabelSmoothingLoss(0.0)
     device = torch.device(device) if device is not None else next(net.parameters()).device
-    max_len_cap = net.config.max_len
     loss_sum = correct = tokens = exact = 0
     hypotheses: list[str] = []
     references: list[str] = []
@@ -76,11 +75,7 @@ def evaluate(
         loss_sum += float(loss)
         correct += int(right)
         tokens += batch.tgt_tokens
-        max_len = min(batch.src.size(1) + extra_length, max_len_cap)
-        if beam_size == 1:
-            out = greedy_decode(net, batch.src, max_len, BOS_ID, EOS_ID)
-        else:
-            out = beam_search(net, batch.src, beam_size, max_len, BOS_ID, EOS_ID, length_penalty)
+        out = generate(net, batch.src, BOS_ID, EOS_ID, beam_size, length_penalty, extra_length)
         for hyp_ids, ref_ids in zip(out.tolist(), batch.tgt_out.tolist()):
             hyp, ref = tgt_vocab.decode(hyp_ids), tgt_vocab.decode(ref_ids)
             hypotheses.append(hyp)

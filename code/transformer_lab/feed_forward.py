@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from torch import Tensor, nn
 
+from . import checks
+
 
 class PositionwiseFeedForward(nn.Module):
     """Equation (2), applied to each position separately and identically.
@@ -24,15 +26,11 @@ class PositionwiseFeedForward(nn.Module):
 
     def __init__(self, d_model: int, d_ff: int, dropout: float = 0.0):
         super().__init__()
-        for name, value in (("d_model", d_model), ("d_ff", d_ff)):
-            if not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive int, got {value!r}")
-        if not 0.0 <= dropout < 1.0:
-            raise ValueError(f"dropout must be in [0, 1), got {dropout}")
-        self.d_model, self.d_ff = d_model, d_ff
+        self.d_model = checks.positive_int("d_model", d_model)
+        self.d_ff = checks.positive_int("d_ff", d_ff)
         self.w_1 = nn.Linear(d_model, d_ff)
         self.w_2 = nn.Linear(d_ff, d_model)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = nn.Dropout(checks.fraction("dropout", dropout))
 
     def forward(self, x: Tensor) -> Tensor:
         if x.size(-1) != self.d_model:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from torch import Tensor, nn
 
+from . import checks
 from .feed_forward import PositionwiseFeedForward
 from .multi_head_attention import KVCache, MultiHeadAttention
 
@@ -25,10 +26,8 @@ class _Layer(nn.Module):
 
     def __init__(self, d_model: int, dropout: float, norm_first: bool):
         super().__init__()
-        if not 0.0 <= dropout < 1.0:
-            raise ValueError(f"dropout must be in [0, 1), got {dropout}")
         self.norm_first = norm_first
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = nn.Dropout(checks.fraction("dropout", dropout))
 
     def sublayer_input(self, x: Tensor, norm: nn.LayerNorm) -> Tensor:
         return norm(x) if self.norm_first else x
@@ -43,8 +42,7 @@ class _Layer(nn.Module):
 class EncoderLayer(_Layer):
     """Self-attention, then the feed-forward network, each inside a residual connection.
 
-    ``forward(x (B, S, D), mask=None, need_weights=False) -> x (B, S, D)``, or
-    ``(x, weights (B, H, S, S))`` when ``need_weights``. ``mask`` is boolean,
+    ``forward(x (B, S, D), src_mask=None) -> (B, S, D)``. ``src_mask`` is boolean,
     True = may attend (usually the source padding mask (B, 1, 1, S)).
     """
 
@@ -68,31 +66,31 @@ class EncoderLayer(_Layer):
         self.norm1 = nn.LayerNorm(d_model, eps=layer_norm_eps)
         self.norm2 = nn.LayerNorm(d_model, eps=layer_norm_eps)
 
-    def forward(self, x: Tensor, mask: Tensor | None = None,
-                need_weights: bool = False):
+    def forward(self, x: Tensor, src_mask: Tensor | None = None) -> Tensor:
         h = self.sublayer_input(x, self.norm1)
-        attended, weights = self.self_attn(h, h, h, mask=mask,
-                                           need_weights=need_weights)
-        x = self.residual(x, attended, self.norm1)  # (B, S, D)
+        x = self.residual(x, self.self_attn(h, h, h, mask=src_mask), self.norm1)  # (B, S, D)
         h = self.sublayer_input(x, self.norm2)
-        x = self.residual(x, self.feed_forward(h), self.norm2)  # (B, S, D)
-        return (x, weights) if need_weights else x
+        return self.residual(x, self.feed_forward(h), self.norm2)  # (B, S, D)
 
 
 @dataclass
 class DecoderCache:
     """Key/value caches of every decoder layer for incremental decoding.
 
-    ``layers[i] = (self-attention cache, cross-attention cache)``; ``length`` counts the
-    target positions decoded so far (the positional encoding's offset).
+    ``layers[i] = (self-attention cache, cross-attention cache)``. ``length``, the
+    number of target positions decoded so far (the positional encoding's offset), is
+    read from the self-attention caches, which grow by one row per decoded token.
     """
 
     layers: list[tuple[KVCache, KVCache]] = field(default_factory=list)
-    length: int = 0
 
     @classmethod
     def empty(cls, num_layers: int) -> "DecoderCache":
         return cls([(KVCache(), KVCache(static=True)) for _ in range(num_layers)])
+
+    @property
+    def length(self) -> int:
+        return self.layers[0][0].length if self.layers else 0
 
     def reorder(self, index: Tensor) -> None:
         """Keep the hypotheses ``index`` (B*k,) in every self-attention cache (beam search).
@@ -108,9 +106,9 @@ class DecoderLayer(_Layer):
     """Masked self-attention, attention over the encoder output, then the feed-forward
     network, each inside a residual connection (Section 3.1).
 
-    ``forward(x (B, T, D), memory (B, S, D), tgt_mask=None, memory_mask=None,
-    need_weights=False, cache=None) -> x (B, T, D)``, or ``(x, (self_weights (B, H, T, T),
-    cross_weights (B, H, T, S)))`` when ``need_weights``.
+    ``forward(x (B, T, D), memory (B, S, D), src_mask=None, tgt_mask=None, cache=None)
+    -> (B, T, D)``: ``src_mask`` hides the memory's padding from the cross-attention,
+    ``tgt_mask`` (causal, usually) shapes the self-attention.
     """
 
     def __init__(
@@ -139,101 +137,78 @@ class DecoderLayer(_Layer):
         self,
         x: Tensor,
         memory: Tensor,
+        src_mask: Tensor | None = None,
         tgt_mask: Tensor | None = None,
-        memory_mask: Tensor | None = None,
-        need_weights: bool = False,
         cache: tuple[KVCache, KVCache] | None = None,
-    ):
+    ) -> Tensor:
         self_cache, cross_cache = cache if cache is not None else (None, None)
         h = self.sublayer_input(x, self.norm1)
-        attended, self_weights = self.self_attn(  # masked self-attention
-            h, h, h, mask=tgt_mask, need_weights=need_weights,
-            cache=self_cache)
+        attended = self.self_attn(h, h, h, mask=tgt_mask, cache=self_cache)  # masked self-attention
         x = self.residual(x, attended, self.norm1)  # (B, T, D)
         h = self.sublayer_input(x, self.norm2)
-        attended, cross_weights = self.cross_attn(  # queries from h, K, V: memory
-            h, memory, memory, mask=memory_mask, need_weights=need_weights,
-            cache=cross_cache)
+        attended = self.cross_attn(h, memory, memory, mask=src_mask, cache=cross_cache)  # K, V: memory
         x = self.residual(x, attended, self.norm2)  # (B, T, D)
         h = self.sublayer_input(x, self.norm3)
-        x = self.residual(x, self.feed_forward(h), self.norm3)  # (B, T, D)
-        weights = (self_weights, cross_weights)
-        return (x, weights) if need_weights else x
+        return self.residual(x, self.feed_forward(h), self.norm3)  # (B, T, D)
 
 
-class Encoder(nn.Module):
+class _Stack(nn.Module):
+    """``num_layers`` identical layers (N = 6 in the paper); pre-LN stacks end with a LayerNorm."""
+
+    def __init__(self, layer: type[_Layer], num_layers: int, d_model: int, num_heads: int, d_ff: int,
+                 dropout: float, *, norm_first: bool = False, layer_norm_eps: float = 1e-5, **layer_options):
+        super().__init__()
+        checks.positive_int("num_layers", num_layers)
+        self.layers = nn.ModuleList(
+            layer(d_model, num_heads, d_ff, dropout, norm_first=norm_first, layer_norm_eps=layer_norm_eps,
+                  **layer_options)
+            for _ in range(num_layers)
+        )
+        self.norm = nn.LayerNorm(d_model, eps=layer_norm_eps) if norm_first else None
+
+    def final_norm(self, x: Tensor) -> Tensor:
+        return x if self.norm is None else self.norm(x)
+
+
+class Encoder(_Stack):
     """A stack of ``num_layers`` identical encoder layers (N = 6 in the paper).
 
-    ``forward(x (B, S, D), mask=None, need_weights=False) -> (B, S, D)``, or
-    ``(x, [weights (B, H, S, S) per layer])``. Pre-LN stacks end with a LayerNorm.
+    ``forward(x (B, S, D), src_mask=None) -> (B, S, D)``. Pre-LN stacks end with a LayerNorm.
     """
 
-    def __init__(self, num_layers: int, d_model: int, num_heads: int, d_ff: int, dropout: float = 0.1, **layer_options):
-        super().__init__()
-        if not isinstance(num_layers, int) or num_layers < 1:
-            raise ValueError(f"num_layers must be a positive int, got {num_layers!r}")
-        self.layers = nn.ModuleList(
-            EncoderLayer(d_model, num_heads, d_ff, dropout, **layer_options) for _ in range(num_layers)
-        )
-        norm_first = layer_options.get("norm_first", False)
-        eps = layer_options.get("layer_norm_eps", 1e-5)
-        self.norm = nn.LayerNorm(d_model, eps=eps) if norm_first else None
+    def __init__(self, num_layers: int, d_model: int, num_heads: int, d_ff: int, dropout: float = 0.1,
+                 **layer_options):
+        super().__init__(EncoderLayer, num_layers, d_model, num_heads, d_ff, dropout, **layer_options)
 
-    def forward(self, x: Tensor, mask: Tensor | None = None, need_weights: bool = False):
-        all_weights = []
+    def forward(self, x: Tensor, src_mask: Tensor | None = None) -> Tensor:
         for layer in self.layers:
-            if need_weights:
-                x, weights = layer(x, mask, need_weights=True)
-                all_weights.append(weights)
-            else:
-                x = layer(x, mask)
-        if self.norm is not None:
-            x = self.norm(x)
-        return (x, all_weights) if need_weights else x
+            x = layer(x, src_mask)  # (B, S, D)
+        return self.final_norm(x)
 
 
-class Decoder(nn.Module):
+class Decoder(_Stack):
     """A stack of ``num_layers`` identical decoder layers (N = 6 in the paper).
 
-    ``forward(x (B, T, D), memory (B, S, D), tgt_mask=None, memory_mask=None,
-    need_weights=False, cache=None) -> (B, T, D)``, or ``(x, [(self_weights,
-    cross_weights) per layer])``. With a :class:`DecoderCache`, ``x`` holds only the new
-    positions and the cache supplies the earlier ones.
+    ``forward(x (B, T, D), memory (B, S, D), src_mask=None, tgt_mask=None, cache=None)
+    -> (B, T, D)``. With a :class:`DecoderCache`, ``x`` holds only the new positions and
+    the cache supplies the earlier ones.
     """
 
-    def __init__(self, num_layers: int, d_model: int, num_heads: int, d_ff: int, dropout: float = 0.1, **layer_options):
-        super().__init__()
-        if not isinstance(num_layers, int) or num_layers < 1:
-            raise ValueError(f"num_layers must be a positive int, got {num_layers!r}")
-        self.layers = nn.ModuleList(
-            DecoderLayer(d_model, num_heads, d_ff, dropout, **layer_options) for _ in range(num_layers)
-        )
-        norm_first = layer_options.get("norm_first", False)
-        eps = layer_options.get("layer_norm_eps", 1e-5)
-        self.norm = nn.LayerNorm(d_model, eps=eps) if norm_first else None
+    def __init__(self, num_layers: int, d_model: int, num_heads: int, d_ff: int, dropout: float = 0.1,
+                 **layer_options):
+        super().__init__(DecoderLayer, num_layers, d_model, num_heads, d_ff, dropout, **layer_options)
 
     def forward(
         self,
         x: Tensor,
         memory: Tensor,
+        src_mask: Tensor | None = None,
         tgt_mask: Tensor | None = None,
-        memory_mask: Tensor | None = None,
-        need_weights: bool = False,
         cache: DecoderCache | None = None,
-    ):
+    ) -> Tensor:
         if cache is not None and not cache.layers:
             cache.layers = DecoderCache.empty(len(self.layers)).layers
-        all_weights = []
         for i, layer in enumerate(self.layers):
             layer_cache = cache.layers[i] if cache is not None else None
-            out = layer(x, memory, tgt_mask, memory_mask, need_weights=need_weights, cache=layer_cache)
-            if need_weights:
-                x, weights = out
-                all_weights.append(weights)
-            else:
-                x = out
-        if cache is not None:
-            cache.length += x.size(1)
-        if self.norm is not None:
-            x = self.norm(x)
-        return (x, all_weights) if need_weights else x
+            x = layer(x, memory, src_mask, tgt_mask, cache=layer_cache)  # (B, T, D)
+        return self.final_norm(x)

@@ -9,6 +9,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from . import checks
+
 
 def causal_mask(size: int, device=None) -> Tensor:
     """Bool (size, size), True on and below the diagonal (Section 3.2.3).
@@ -17,8 +19,7 @@ def causal_mask(size: int, device=None) -> Tensor:
     that the output embeddings are offset by one position, ensures that the predictions
     for position i can depend only on the known outputs at positions less than i."
     """
-    if not isinstance(size, int) or size < 0:
-        raise ValueError(f"size must be a non-negative int, got {size!r}")
+    checks.non_negative_int("size", size)
     return torch.ones(size, size, dtype=torch.bool, device=device).tril()  # (T, T)
 
 

@@ -11,12 +11,13 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-import torch
 from torch import Tensor, nn
 
+from . import checks
 from .embeddings import TokenEmbedding
 from .layers import Decoder, DecoderCache, Encoder
 from .masks import causal_mask, padding_mask
+from .multi_head_attention import head_dims
 from .positional_encoding import LearnedPositionalEncoding, PositionalEncoding
 
 POSITIONAL_KINDS = ("sinusoidal", "learned")
@@ -55,30 +56,21 @@ class TransformerConfig:
     length_penalty: float = 0.6
 
     def __post_init__(self):
-        for name in ("src_vocab_size", "tgt_vocab_size", "d_model", "num_heads", "d_ff", "num_layers", "max_len"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"{name} must be a positive int, got {value!r}")
-        if (self.d_k is None or self.d_v is None) and self.d_model % self.num_heads:
-            raise ValueError(
-                f"d_model={self.d_model} must be divisible by num_heads={self.num_heads} "
-                f"(or give d_k and d_v explicitly)"
-            )
+        for name in ("src_vocab_size", "tgt_vocab_size", "d_ff", "num_layers", "max_len"):
+            checks.positive_int(name, getattr(self, name))
+        head_dims(self.d_model, self.num_heads, self.d_k, self.d_v)
         for name in ("dropout", "attention_dropout", "activation_dropout"):
-            value = getattr(self, name)
-            if not 0.0 <= value < 1.0:
-                raise ValueError(f"{name} must be in [0, 1), got {value}")
-        if self.positional not in POSITIONAL_KINDS:
-            raise ValueError(f"positional must be one of {POSITIONAL_KINDS}, got {self.positional!r}")
-        if self.positional == "sinusoidal" and self.d_model % 2:
-            raise ValueError(f"sinusoidal positions need an even d_model, got {self.d_model}")
+            checks.fraction(name, getattr(self, name))
+        checks.one_of("positional", self.positional, POSITIONAL_KINDS)
+        if self.positional == "sinusoidal":
+            checks.positive_even_int("d_model", self.d_model, "sinusoidal positions come in sin/cos pairs")
         if self.shared_vocab and self.src_vocab_size != self.tgt_vocab_size:
             raise ValueError(
                 f"shared_vocab=True needs src_vocab_size == tgt_vocab_size, got "
                 f"{self.src_vocab_size} and {self.tgt_vocab_size}"
             )
         if not 0 <= self.pad_id < min(self.src_vocab_size, self.tgt_vocab_size):
-            raise ValueError(f"pad_id must be a valid token id in both vocabularies, got {self.pad_id}")
+            raise ValueError(f"pad_id must be a valid token id in both vocabularies, got {self.pad_id!r}")
 
     @classmethod
     def base(cls, vocab_size: int, tgt_vocab_size: int | None = None, **overrides) -> "TransformerConfig":
@@ -124,6 +116,7 @@ class Transformer(nn.Module):
     padding masks built from ``config.pad_id``, and a causal mask for the decoder's
     self-attention. ``encode`` and ``decode`` run the two halves separately, as
     decoding does; ``decode`` with a :class:`DecoderCache` takes only the new tokens.
+    Masks are named and ordered ``src_mask, tgt_mask`` here and in every layer below.
     """
 
     def __init__(self, config: TransformerConfig):
@@ -155,23 +148,30 @@ class Transformer(nn.Module):
             nn.init.xavier_uniform_(self.output_projection.weight)
         nn.init.zeros_(self.output_projection.bias)
 
-    # -- masks -----------------------------------------------------------------------
+    # -- masks: the defaults, built here and nowhere else -----------------------------
     def src_mask(self, src: Tensor) -> Tensor:
         """(B, 1, 1, S): every query may attend to every non-padding source token."""
         return padding_mask(src, self.config.pad_id)
 
-    def tgt_mask(self, tgt: Tensor) -> Tensor:
-        """(B, 1, T, T): non-padding target tokens at or before the query's position."""
-        return padding_mask(tgt, self.config.pad_id) & causal_mask(tgt.size(1), device=tgt.device)
+    def tgt_mask(self, tgt: Tensor, offset: int = 0) -> Tensor:
+        """(B, 1, T, T): non-padding target tokens at or before the query's position.
+
+        With ``offset`` positions already in a decoding cache: (T, offset + T), where new
+        token i sees every cached position and the new tokens up to itself.
+        """
+        causal = causal_mask(offset + tgt.size(1), device=tgt.device)[offset:]  # (T, offset + T)
+        if offset:
+            return causal
+        return padding_mask(tgt, self.config.pad_id) & causal  # (B, 1, T, T)
 
     # -- the two halves --------------------------------------------------------------
-    def encode(self, src: Tensor, src_mask: Tensor | None = None, need_weights: bool = False):
-        """src (B, S) -> memory (B, S, D), or (memory, [weights (B, H, S, S) per layer])."""
+    def encode(self, src: Tensor, src_mask: Tensor | None = None) -> Tensor:
+        """src (B, S) -> memory (B, S, D). ``src_mask`` defaults to :meth:`src_mask`."""
         self._check_tokens("src", src)
         if src_mask is None:
             src_mask = self.src_mask(src)
         x = self.src_positions(self.src_embed(src))  # (B, S, D)
-        return self.encoder(x, src_mask, need_weights=need_weights)
+        return self.encoder(x, src_mask)  # (B, S, D)
 
     def decode(
         self,
@@ -180,27 +180,25 @@ class Transformer(nn.Module):
         src_mask: Tensor | None = None,
         tgt_mask: Tensor | None = None,
         cache: DecoderCache | None = None,
-        need_weights: bool = False,
-    ):
-        """tgt (B, T) and memory (B, S, D) -> logits (B, T, V) (or (logits, weights)).
+    ) -> Tensor:
+        """tgt (B, T) and memory (B, S, D) -> logits (B, T, V).
 
         ``src_mask`` masks the memory's padding; pass the same one ``encode`` used (the
         default, all positions visible, is right only without source padding). With a
-        ``cache``, ``tgt`` holds the new tokens only, which may see all earlier ones.
+        ``cache``, ``tgt`` holds the new tokens only, which may see all earlier ones; the
+        cache knows how many came before.
         """
         self._check_tokens("tgt", tgt)
         if memory.size(0) != tgt.size(0):
             raise ValueError(
                 f"memory and tgt must have the same batch size, got {memory.size(0)} and {tgt.size(0)}"
             )
-        offset = cache.length if cache is not None else 0
-        if tgt_mask is None and (cache is None or tgt.size(1) > 1):
-            tgt_mask = self._incremental_tgt_mask(tgt, offset) if cache is not None else self.tgt_mask(tgt)
+        offset = 0 if cache is None else cache.length
+        if tgt_mask is None and (cache is None or tgt.size(1) > 1):  # one new token sees everything
+            tgt_mask = self.tgt_mask(tgt, offset)
         x = self.tgt_positions(self.tgt_embed(tgt), offset=offset)  # (B, T, D)
-        out = self.decoder(x, memory, tgt_mask, src_mask, need_weights=need_weights, cache=cache)
-        x, weights = out if need_weights else (out, None)
-        logits = self.output_projection(x)  # (B, T, V)
-        return (logits, weights) if need_weights else logits
+        x = self.decoder(x, memory, src_mask, tgt_mask, cache=cache)  # (B, T, D)
+        return self.output_projection(x)  # (B, T, V)
 
     def forward(
         self,
@@ -208,40 +206,23 @@ class Transformer(nn.Module):
         tgt: Tensor,
         src_mask: Tensor | None = None,
         tgt_mask: Tensor | None = None,
-        need_weights: bool = False,
-    ):
+    ) -> Tensor:
         """Teacher forcing: src (B, S), tgt (B, T) -> logits (B, T, V).
 
-        With ``need_weights=True`` returns ``(logits, {"encoder": [...], "decoder_self":
-        [...], "cross": [...]})``, one (B, H, ., .) tensor per layer.
+        For the attention weights, run it inside :func:`transformer_lab.record_attention`.
         """
         self._check_tokens("src", src)
         self._check_tokens("tgt", tgt)
         if src.size(0) != tgt.size(0):
             raise ValueError(f"src and tgt must have the same batch size, got {src.size(0)} and {tgt.size(0)}")
         if src_mask is None:
-            src_mask = self.src_mask(src)
-        if not need_weights:
-            memory = self.encode(src, src_mask)
-            return self.decode(tgt, memory, src_mask, tgt_mask)
-        memory, encoder_weights = self.encode(src, src_mask, need_weights=True)
-        logits, decoder_weights = self.decode(tgt, memory, src_mask, tgt_mask, need_weights=True)
-        return logits, {
-            "encoder": encoder_weights,
-            "decoder_self": [w for w, _ in decoder_weights],
-            "cross": [w for _, w in decoder_weights],
-        }
+            src_mask = self.src_mask(src)  # built once: the encoder and the decoder read it
+        memory = self.encode(src, src_mask)  # (B, S, D)
+        return self.decode(tgt, memory, src_mask, tgt_mask)  # (B, T, V)
 
     def new_cache(self) -> DecoderCache:
         """An empty cache for incremental decoding with :meth:`decode`."""
         return DecoderCache.empty(self.config.num_layers)
-
-    # -- helpers ---------------------------------------------------------------------
-    def _incremental_tgt_mask(self, tgt: Tensor, offset: int) -> Tensor:
-        """(T, offset + T): new token i sees every cached position and new tokens <= i."""
-        length = tgt.size(1)
-        full = causal_mask(offset + length, device=tgt.device)
-        return full[offset:]  # (T, offset + T)
 
     def _check_tokens(self, name: str, tokens: Tensor) -> None:
         if not isinstance(tokens, Tensor) or tokens.dim() != 2:

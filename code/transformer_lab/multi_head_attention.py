@@ -14,11 +14,14 @@ Shapes: B batch, T queries, S keys/values, D d_model, H heads, K d_k, Kv d_v.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .attention import scaled_dot_product_attention
+from . import checks
+from .attention import attention_weights, scaled_dot_product_attention
 
 
 @dataclass
@@ -52,17 +55,37 @@ def as_attention_mask(mask: Tensor | None) -> Tensor | None:
     return mask.unsqueeze(1)  # (B, 1, T, S)
 
 
+def head_dims(d_model: int, num_heads: int, d_k: int | None = None, d_v: int | None = None) -> tuple[int, int]:
+    """(d_k, d_v) of each head: ``d_model // num_heads`` unless given (Table 3 rows A-C
+    vary them), checked once for the layer and the model's config alike."""
+    checks.positive_int("d_model", d_model)
+    checks.positive_int("num_heads", num_heads)
+    if (d_k is None or d_v is None) and d_model % num_heads:
+        raise ValueError(
+            f"d_model={d_model} must be divisible by num_heads={num_heads} "
+            f"(or give d_k and d_v explicitly)"
+        )
+    d_k = d_model // num_heads if d_k is None else d_k
+    d_v = d_model // num_heads if d_v is None else d_v
+    return checks.positive_int("d_k", d_k), checks.positive_int("d_v", d_v)
+
+
 class MultiHeadAttention(nn.Module):
     """Multi-head attention, Section 3.2.2; the paper uses h = 8, d_k = d_v = 64.
 
-    ``forward(query (B, T, D), key (B, S, D), value (B, S, D), mask=None,
-    need_weights=False) -> (output (B, T, D), weights (B, H, T, S) or None)``.
+    ``forward(query (B, T, D), key (B, S, D), value (B, S, D), mask=None, cache=None)
+    -> output (B, T, D)``.
 
     ``mask``: boolean, True = may attend, of shape (T, S), (B, T, S) or anything that
     broadcasts to (B, H, T, S). ``d_k`` and ``d_v`` default independently to
     ``d_model // num_heads`` (Table 3 rows A-C vary them). Projections are
     ``w_q, w_k, w_v`` (D -> H*K, H*K, H*Kv) and ``w_o`` (H*Kv -> D), initialised
     Xavier-uniform with zero biases (the paper does not specify an initialisation).
+
+    The heads run PyTorch's fused attention kernel, which never forms the (T, S)
+    weights. Inside :func:`transformer_lab.record_attention` the module computes them
+    explicitly instead (:func:`attention_weights`, same output) and hands them
+    (B, H, T, S), before dropout, to ``on_weights``.
     """
 
     def __init__(
@@ -75,27 +98,14 @@ class MultiHeadAttention(nn.Module):
         bias: bool = True,
     ):
         super().__init__()
-        for name, value in (("d_model", d_model), ("num_heads", num_heads)):
-            if not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive int, got {value!r}")
-        if (d_k is None or d_v is None) and d_model % num_heads:
-            raise ValueError(
-                f"d_model={d_model} must be divisible by num_heads={num_heads} "
-                f"(or give d_k and d_v explicitly)"
-            )
-        d_k = d_model // num_heads if d_k is None else d_k
-        d_v = d_model // num_heads if d_v is None else d_v
-        for name, value in (("d_k", d_k), ("d_v", d_v)):
-            if not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive int, got {value!r}")
-        if not 0.0 <= dropout < 1.0:
-            raise ValueError(f"dropout must be in [0, 1), got {dropout}")
+        d_k, d_v = head_dims(d_model, num_heads, d_k, d_v)
         self.d_model, self.num_heads, self.d_k, self.d_v = d_model, num_heads, d_k, d_v
-        self.dropout = dropout
+        self.dropout = checks.fraction("dropout", dropout)
         self.w_q = nn.Linear(d_model, num_heads * d_k, bias=bias)
         self.w_k = nn.Linear(d_model, num_heads * d_k, bias=bias)
         self.w_v = nn.Linear(d_model, num_heads * d_v, bias=bias)
         self.w_o = nn.Linear(num_heads * d_v, d_model, bias=bias)
+        self.on_weights: Callable[[Tensor], None] | None = None  # set by record_attention
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
@@ -116,62 +126,67 @@ class MultiHeadAttention(nn.Module):
         x = x.transpose(1, 2)  # (B, T, H, Kv)
         return x.reshape(batch, length, -1)  # (B, T, H*Kv)
 
-    def _check_input(self, name: str, x: Tensor) -> None:
-        if not isinstance(x, Tensor):
-            raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
-        if x.dim() != 3 or x.size(-1) != self.d_model:
-            raise ValueError(
-                f"{name} must have shape (B, L, d_model={self.d_model}), got {tuple(x.shape)}"
-            )
-
     def forward(
         self,
         query: Tensor,
         key: Tensor,
         value: Tensor,
         mask: Tensor | None = None,
-        need_weights: bool = False,
         cache: KVCache | None = None,
-    ) -> tuple[Tensor, Tensor | None]:
+    ) -> Tensor:
         """Attend from ``query`` to ``key``/``value``; see the class docstring for shapes.
 
         ``cache`` (incremental decoding): a self-attention cache appends this step's keys
         and values to the stored ones; a static (cross-attention) cache projects
         ``key``/``value`` on its first use and reuses them afterwards.
         """
-        self._check_input("query", query)
-        if cache is None or not (cache.static and cache.k is not None):
-            self._check_input("key", key)
-            self._check_input("value", value)
-            if key.shape[:2] != value.shape[:2]:
-                raise ValueError(
-                    f"key and value must share (B, S), got key {tuple(key.shape)} "
-                    f"and value {tuple(value.shape)}"
-                )
-            if query.size(0) != key.size(0):
-                raise ValueError(
-                    f"query and key must have the same batch size, got {query.size(0)} and {key.size(0)}"
-                )
+        self._check_inputs(query, key, value, cache)
         q = self.split_heads(self.w_q(query), self.d_k)  # (B, H, T, K)
+        k, v = self.project_key_value(key, value, cache)  # (B, H, S, K), (B, H, S, Kv)
+        mask = as_attention_mask(mask)
+        dropout_p = self.dropout if self.training else 0.0
+        if self.on_weights is None:
+            heads = scaled_dot_product_attention(q, k, v, mask, dropout_p)  # (B, H, T, Kv)
+        else:  # recording: the explicit path of equation (1), whose weights we keep
+            weights = attention_weights(q, k, mask)  # (B, H, T, S)
+            self.on_weights(weights)
+            heads = F.dropout(weights, dropout_p) @ v  # (B, H, T, Kv)
+        return self.w_o(self.merge_heads(heads))  # (B, T, D)
+
+    def project_key_value(self, key: Tensor, value: Tensor, cache: KVCache | None) -> tuple[Tensor, Tensor]:
+        """Keys (B, H, S, K) and values (B, H, S, Kv), read from or written to ``cache``."""
         if cache is not None and cache.static and cache.k is not None:
-            k, v = cache.k, cache.v  # (B, H, S, K), (B, H, S, Kv): computed at the first step
-        else:
-            k = self.split_heads(self.w_k(key), self.d_k)  # (B, H, S, K)
-            v = self.split_heads(self.w_v(value), self.d_v)  # (B, H, S, Kv)
-            if cache is not None:
-                if not cache.static and cache.k is not None:
-                    k = torch.cat([cache.k, k], dim=2)  # (B, H, S_past + S, K)
-                    v = torch.cat([cache.v, v], dim=2)  # (B, H, S_past + S, Kv)
-                cache.k, cache.v = k, v
-        heads, weights = scaled_dot_product_attention(
-            q,
-            k,
-            v,
-            mask=as_attention_mask(mask),
-            dropout_p=self.dropout if self.training else 0.0,
-            need_weights=need_weights,
-        )  # (B, H, T, Kv), (B, H, T, S)
-        return self.w_o(self.merge_heads(heads)), weights  # (B, T, D)
+            return cache.k, cache.v  # computed from the memory at the first step
+        k = self.split_heads(self.w_k(key), self.d_k)  # (B, H, S, K)
+        v = self.split_heads(self.w_v(value), self.d_v)  # (B, H, S, Kv)
+        if cache is not None:
+            if not cache.static and cache.k is not None:
+                k = torch.cat([cache.k, k], dim=2)  # (B, H, S_past + S, K)
+                v = torch.cat([cache.v, v], dim=2)  # (B, H, S_past + S, Kv)
+            cache.k, cache.v = k, v
+        return k, v
+
+    def _check_inputs(self, query: Tensor, key: Tensor, value: Tensor, cache: KVCache | None) -> None:
+        self._check_input("query", query)
+        if cache is not None and cache.static and cache.k is not None:
+            return  # key and value are not read
+        self._check_input("key", key)
+        self._check_input("value", value)
+        if key.shape[:2] != value.shape[:2]:
+            raise ValueError(
+                f"key and value must share (B, S), got key {tuple(key.shape)} and value {tuple(value.shape)}"
+            )
+        if query.size(0) != key.size(0):
+            raise ValueError(
+                f"query and key must have the same batch size, got {query.size(0)} and {key.size(0)}"
+            )
+
+    def _check_input(self, name: str, x: Tensor) -> None:
+        checks.tensor(name, x)
+        if x.dim() != 3 or x.size(-1) != self.d_model:
+            raise ValueError(
+                f"{name} must have shape (B, L, d_model={self.d_model}), got {tuple(x.shape)}"
+            )
 
     def extra_repr(self) -> str:
         return (

@@ -18,10 +18,11 @@ import math
 import torch
 from torch import Tensor, nn
 
+from . import checks
+
 
 def _check_d_model(d_model: int) -> None:
-    if not isinstance(d_model, int) or d_model < 2 or d_model % 2:
-        raise ValueError(f"d_model must be a positive even int (sin/cos pairs), got {d_model!r}")
+    checks.positive_even_int("d_model", d_model, "sin/cos pairs")
 
 
 def sinusoidal_positional_encoding(
@@ -33,8 +34,7 @@ def sinusoidal_positional_encoding(
     2*pi * 10000^(2i/d_model), a geometric progression from 2*pi to 10000*2*pi.
     Computed in float64 and cast to ``dtype``.
     """
-    if not isinstance(length, int) or length < 0:
-        raise ValueError(f"length must be a non-negative int, got {length!r}")
+    checks.non_negative_int("length", length)
     _check_d_model(d_model)
     position = torch.arange(length, dtype=torch.float64, device=device)[:, None]  # (L, 1)
     two_i = torch.arange(0, d_model, 2, dtype=torch.float64, device=device)  # (D/2,)
@@ -71,13 +71,9 @@ class _Positions(nn.Module):
 
     def __init__(self, d_model: int, max_len: int, dropout: float):
         super().__init__()
-        if not isinstance(max_len, int) or max_len < 1:
-            raise ValueError(f"max_len must be a positive int, got {max_len!r}")
-        if not 0.0 <= dropout < 1.0:
-            raise ValueError(f"dropout must be in [0, 1), got {dropout}")
         self.d_model = d_model
-        self.max_len = max_len
-        self.dropout = nn.Dropout(dropout)
+        self.max_len = checks.positive_int("max_len", max_len)
+        self.dropout = nn.Dropout(checks.fraction("dropout", dropout))
 
     def positions(self, length: int, offset: int, x: Tensor) -> Tensor:
         raise NotImplementedError
@@ -122,8 +118,7 @@ class LearnedPositionalEncoding(_Positions):
     """Learned position embeddings, Table 3 row (E): "nearly identical results"."""
 
     def __init__(self, d_model: int, max_len: int = 5000, dropout: float = 0.0):
-        if not isinstance(d_model, int) or d_model < 1:
-            raise ValueError(f"d_model must be a positive int, got {d_model!r}")
+        checks.positive_int("d_model", d_model)
         super().__init__(d_model, max_len, dropout)
         self.embedding = nn.Embedding(max_len, d_model)
         nn.init.normal_(self.embedding.weight, mean=0.0, std=1.0)

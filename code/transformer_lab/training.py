@@ -6,11 +6,11 @@ Shapes: B batch, T target length, V vocabulary.
 from __future__ import annotations
 
 import contextlib
-import math
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
+
+from . import checks
 
 
 def noam_learning_rate(step: int, d_model: int, warmup_steps: int = 4000, factor: float = 1.0) -> float:
@@ -22,12 +22,9 @@ def noam_learning_rate(step: int, d_model: int, warmup_steps: int = 4000, factor
     at ``step == warmup_steps``, is ``(d_model * warmup_steps)^-0.5``. Step 0 (before the
     first update) gives 0. ``factor`` scales the whole curve.
     """
-    if not isinstance(step, int) or step < 0:
-        raise ValueError(f"step must be a non-negative int, got {step!r}")
-    if not isinstance(d_model, int) or d_model < 1:
-        raise ValueError(f"d_model must be a positive int, got {d_model!r}")
-    if not isinstance(warmup_steps, int) or warmup_steps < 1:
-        raise ValueError(f"warmup_steps must be a positive int, got {warmup_steps!r}")
+    checks.non_negative_int("step", step)
+    checks.positive_int("d_model", d_model)
+    checks.positive_int("warmup_steps", warmup_steps)
     if step == 0:
         return 0.0
     return factor * d_model**-0.5 * min(step**-0.5, step * warmup_steps**-1.5)
@@ -48,9 +45,7 @@ class LabelSmoothingLoss(nn.Module):
 
     def __init__(self, smoothing: float = 0.1, ignore_index: int = 0):
         super().__init__()
-        if not 0.0 <= smoothing < 1.0:
-            raise ValueError(f"smoothing must be in [0, 1), got {smoothing}")
-        self.smoothing = smoothing
+        self.smoothing = checks.fraction("smoothing", smoothing)
         self.ignore_index = ignore_index
 
     def target_distribution(self, target: Tensor, vocab_size: int) -> Tensor:
@@ -104,14 +99,13 @@ class WarmupSchedule(torch.optim.lr_scheduler.LRScheduler):
     counts the updates done. The optimiser's base learning rate multiplies the curve, so
     create the optimiser with ``lr=1.0`` (as :func:`make_optimizer` does). The paper uses
     ``warmup_steps = 4000`` and factor 1; toy runs a few hundred steps long need a shorter
-    warm-up (see ``transformer_lab.train``).
+    warm-up (see ``RECIPES`` in ``transformer_lab.run``).
     """
 
     def __init__(self, optimizer: torch.optim.Optimizer, d_model: int, warmup_steps: int = 4000,
                  factor: float = 1.0, last_epoch: int = -1):
         noam_learning_rate(1, d_model, warmup_steps, factor)  # validates the arguments
-        if not factor > 0:
-            raise ValueError(f"factor must be positive, got {factor!r}")
+        checks.positive_number("factor", factor)
         self.d_model, self.warmup_steps, self.factor = d_model, warmup_steps, factor
         super().__init__(optimizer, last_epoch)
 
@@ -162,8 +156,7 @@ def train_step(
         raise ValueError("batches must hold at least one Batch")
     local_tokens = sum(b.tgt_tokens for b in batches)
     global_tokens = local_tokens if global_tokens is None else global_tokens
-    if global_tokens < 1:
-        raise ValueError(f"global_tokens must be positive, got {global_tokens}")
+    checks.positive_number("global_tokens", global_tokens)
     model.train()
     optimizer.zero_grad(set_to_none=True)
     lr = optimizer.param_groups[0]["lr"]

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 import transformer_lab as tl
-from transformer_lab import speed
+from transformer_lab.teaching import speed
 
 
 def test_median_times_runs_every_function_warmup_plus_repeats_times():

@@ -1,4 +1,4 @@
-"""Claims about transformer_lab.visualization: every figure builds from plain arrays, in one palette."""
+"""Claims about the teaching plots (transformer_lab.teaching): every figure builds from plain arrays, in one palette."""
 
 from __future__ import annotations
 
@@ -15,10 +15,10 @@ import torch  # noqa: E402
 from matplotlib.colors import to_hex, to_rgba  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-from transformer_lab import visualization as viz  # noqa: E402
+from transformer_lab import teaching as viz  # noqa: E402
 from transformer_lab.masks import causal_mask  # noqa: E402
 from transformer_lab.positional_encoding import sinusoidal_positional_encoding  # noqa: E402
-from transformer_lab.visualization import (  # noqa: E402
+from transformer_lab.teaching import (  # noqa: E402
     ATTENTION_CMAP,
     PALETTE,
     STYLE,
@@ -66,7 +66,7 @@ def test_palette_has_one_colour_per_role():
 
 
 def test_slides_scss_uses_the_same_hex_codes():
-    scss = Path(__file__).resolve().parents[1] / "custom_lab.scss"
+    scss = Path(__file__).resolve().parents[2] / "custom_lab.scss"
     if not scss.exists():
         pytest.skip("custom_lab.scss not written yet")
     text = scss.read_text().lower()

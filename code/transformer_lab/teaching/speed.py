@@ -13,9 +13,10 @@ from typing import Callable
 
 import torch
 
-from .attention import scaled_dot_product_attention
-from .data import BOS_ID
-from .masks import causal_mask
+from ..attention import attention_weights, scaled_dot_product_attention
+from ..data import BOS_ID
+from ..decoding import greedy_steps
+from ..masks import causal_mask
 
 
 def median_times(functions: dict[str, Callable[[], object]], repeats: int = 5, warmup: int = 1) -> dict[str, float]:
@@ -43,7 +44,7 @@ def attention_cost(lengths, d_model: int = 64, batch: int = 1, repeats: int = 5)
         w = torch.randn(d_model, d_model)
         t = median_times(
             {
-                "attention": lambda: scaled_dot_product_attention(x, x, x, need_weights=True),
+                "attention": lambda: attention_weights(x, x) @ x,
                 "linear": lambda: x @ w,
             },
             repeats=repeats,
@@ -54,9 +55,9 @@ def attention_cost(lengths, d_model: int = 64, batch: int = 1, repeats: int = 5)
 
 
 def attention_paths(lengths, heads: int = 8, d_k: int = 64, batch: int = 2, repeats: int = 5) -> dict[str, list[float]]:
-    """Milliseconds of causal attention forward + backward per sequence length: our
-    explicit path (which returns the weights), our fused path, and a plain PyTorch
-    ``F.scaled_dot_product_attention`` call."""
+    """Milliseconds of causal attention forward + backward per sequence length: the
+    explicit path (which forms the weights, as recording them does), our fused path,
+    and a plain PyTorch ``F.scaled_dot_product_attention`` call."""
     out: dict[str, list[float]] = {"explicit": [], "fused": [], "PyTorch SDPA": []}
     for n in lengths:
         q, k, v = (torch.randn(batch, heads, n, d_k, requires_grad=True) for _ in range(3))
@@ -69,8 +70,8 @@ def attention_paths(lengths, heads: int = 8, d_k: int = 64, batch: int = 2, repe
 
         t = median_times(
             {
-                "explicit": run(lambda: scaled_dot_product_attention(q, k, v, mask, need_weights=True)[0]),
-                "fused": run(lambda: scaled_dot_product_attention(q, k, v, mask)[0]),
+                "explicit": run(lambda: attention_weights(q, k, mask) @ v),
+                "fused": run(lambda: scaled_dot_product_attention(q, k, v, mask)),
                 "PyTorch SDPA": run(lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask)),
             },
             repeats=repeats,
@@ -80,27 +81,21 @@ def attention_paths(lengths, heads: int = 8, d_k: int = 64, batch: int = 2, repe
     return out
 
 
-@torch.no_grad()
 def decode_step_times(model, src: torch.Tensor, new_tokens: int, use_cache: bool = True,
                       bos_id: int = BOS_ID) -> list[float]:
     """Milliseconds of each of ``new_tokens`` greedy decoding steps for ``src`` (1, S),
     with the key/value cache or recomputing the whole prefix at every step. EOS is not
-    checked, so every run decodes exactly ``new_tokens`` tokens."""
+    checked, so every run decodes exactly ``new_tokens`` tokens. The steps are
+    :func:`transformer_lab.decoding.greedy_steps`', the same as greedy decoding's."""
     if src.dim() != 2 or src.size(0) != 1:
         raise ValueError(f"src must have shape (1, S), got {tuple(src.shape)}")
     if new_tokens < 1 or new_tokens >= model.config.max_len:
-        raise ValueError(f"new_tokens must be in [1, max_len={model.config.max_len}), got {new_tokens}")
-    src_mask = model.src_mask(src)
-    memory = model.encode(src, src_mask)  # (1, S, D)
-    tokens = torch.full((1, 1), bos_id, dtype=torch.long, device=src.device)  # (1, 1)
-    cache = model.new_cache() if use_cache else None
+        raise ValueError(f"new_tokens must be in [1, max_len={model.config.max_len}), got {new_tokens!r}")
+    steps = greedy_steps(model, src, bos_id, eos_id=None, use_cache=use_cache)
+    next(steps)  # encodes the source; yields the <bos> column
     times = []
     for _ in range(new_tokens):
         start = time.perf_counter()
-        if use_cache:
-            logits = model.decode(tokens[:, -1:], memory, src_mask, cache=cache)  # (1, 1, V)
-        else:
-            logits = model.decode(tokens, memory, src_mask)  # (1, L, V)
-        tokens = torch.cat([tokens, logits[:, -1].argmax(-1, keepdim=True)], dim=1)  # (1, L + 1)
+        next(steps)  # one decoder step: (1, L) -> (1, L + 1)
         times.append((time.perf_counter() - start) * 1e3)
     return times

@@ -15,8 +15,8 @@ import textwrap
 import torch
 from torch import Tensor, nn
 
-from .model import Transformer
-from .training import LabelSmoothingLoss
+from ..model import Transformer
+from ..training import LabelSmoothingLoss
 
 
 def trace_shapes(model: Transformer, src: Tensor, tgt: Tensor) -> list[tuple[str, tuple[int, ...]]]:

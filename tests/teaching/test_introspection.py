@@ -4,7 +4,7 @@ import pytest
 import torch
 
 import transformer_lab as tl
-from transformer_lab.introspection import layer_gradient_norms, source_code, source_markdown, trace_shapes
+from transformer_lab.teaching import layer_gradient_norms, source_code, source_markdown, trace_shapes
 
 
 def tiny_model(**overrides):

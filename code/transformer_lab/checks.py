@@ -1,0 +1,70 @@
+"""Argument checks shared by every module, in one message style.
+
+Each checker raises ``ValueError`` (``TypeError`` for a value of the wrong type), worded
+``"{name} must be <what was expected>, got {value!r}"``, and returns the value, so that a
+constructor reads ``self.d_model = checks.positive_int("d_model", d_model)``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Collection
+
+import torch
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def positive_int(name: str, value: Any) -> int:
+    """``value`` if it is an int >= 1 (``True`` is not an int here)."""
+    if not _is_int(value) or value < 1:
+        raise ValueError(f"{name} must be a positive int, got {value!r}")
+    return value
+
+
+def non_negative_int(name: str, value: Any) -> int:
+    """``value`` if it is an int >= 0."""
+    if not _is_int(value) or value < 0:
+        raise ValueError(f"{name} must be a non-negative int, got {value!r}")
+    return value
+
+
+def positive_even_int(name: str, value: Any, why: str = "") -> int:
+    """``value`` if it is an even int >= 2; ``why`` says what needs it even."""
+    if not _is_int(value) or value < 2 or value % 2:
+        reason = f" ({why})" if why else ""
+        raise ValueError(f"{name} must be a positive even int{reason}, got {value!r}")
+    return value
+
+
+def positive_number(name: str, value: Any) -> float:
+    """``value`` if it is a number > 0."""
+    if not _is_number(value) or not value > 0:
+        raise ValueError(f"{name} must be positive, got {value!r}")
+    return value
+
+
+def fraction(name: str, value: Any) -> float:
+    """``value`` if it is a number in [0, 1): a dropout rate, a smoothing epsilon."""
+    if not _is_number(value) or not 0.0 <= value < 1.0:
+        raise ValueError(f"{name} must be in [0, 1), got {value!r}")
+    return value
+
+
+def one_of(name: str, value: Any, choices: Collection) -> Any:
+    """``value`` if it is one of ``choices``; the message lists them."""
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {tuple(choices)}, got {value!r}")
+    return value
+
+
+def tensor(name: str, value: Any) -> torch.Tensor:
+    """``value`` if it is a tensor (a ``TypeError`` otherwise)."""
+    if not isinstance(value, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(value).__name__}")
+    return value

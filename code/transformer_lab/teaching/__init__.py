@@ -1,0 +1,29 @@
+"""Helpers for teaching with the package: the deck's figures, shape traces, source for
+slides, and timing. Import it explicitly (it pulls in matplotlib; the model does not):
+
+    from transformer_lab import teaching as tt
+    fig = tt.plot_attention(weights, query_labels, key_labels)
+
+Modules: ``style`` (the palette and rcParams), ``plots_attention``, ``plots_model``,
+``plots_training``, ``plots_speed`` (figures), ``introspection`` (shapes, gradient norms,
+source code) and ``speed`` (timings). This file only re-exports them.
+"""
+
+from .style import ATTENTION_CMAP, DIVERGING_CMAP, FIGSIZE, MASK_CMAP, PALETTE, SERIES_COLORS, STYLE
+from .plots_attention import plot_attention, plot_attention_heads, plot_mask
+from .plots_model import (
+    plot_dot_product_variance,
+    plot_positional_encoding,
+    plot_scaling_argument,
+    plot_softmax_saturation,
+    plot_wavelengths,
+)
+from .plots_training import (
+    plot_label_smoothing,
+    plot_layer_gradient_norms,
+    plot_learning_rate_schedule,
+    plot_training_curves,
+)
+from .plots_speed import plot_attention_cost, plot_decode_step_times
+from .introspection import layer_gradient_norms, source_code, source_markdown, trace_shapes
+from .speed import attention_cost, attention_paths, decode_step_times, median_times

@@ -1,0 +1,148 @@
+"""Figures of the model's fixed parts: the positional encoding (Section 3.5) and the
+argument for scaling dot products by 1/sqrt(d_k) (Section 3.2.1, footnote 4).
+
+Shapes: L positions, D d_model.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import numpy as np
+import torch
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+
+from .. import checks
+from ..positional_encoding import sinusoidal_positional_encoding
+from .style import DIVERGING_CMAP, PALETTE, as_array, new_figure, styled
+
+
+@styled
+def plot_positional_encoding(table, title: str | None = None, ax: Axes | None = None) -> Figure:
+    """The sinusoid table (L, D) of Section 3.5 as a heatmap, positions down, dimensions
+    across: fast-varying columns on the left, slow ones on the right."""
+    t = as_array(table, "table", 2, "(L, D)")
+    fig, axes = new_figure(ax)
+    a = axes[0, 0]
+    im = a.imshow(t, cmap=DIVERGING_CMAP, vmin=-1.0, vmax=1.0, aspect="auto", interpolation="nearest")
+    a.set_xlabel("dimension i")
+    a.set_ylabel("position pos")
+    a.set_title(title or f"Sinusoidal positional encoding, d_model = {t.shape[1]}")
+    fig.colorbar(im, ax=a, shrink=0.85, label="PE(pos, i)")
+    return fig
+
+
+@styled
+def plot_wavelengths(
+    d_model: int = 512, length: int = 128, dims: Sequence[int] | None = None, ax: Axes | None = None
+) -> Figure:
+    """A few columns of the positional-encoding table against position (Section 3.5):
+    "the wavelengths form a geometric progression from 2*pi to 10000 * 2*pi". ``dims``
+    defaults to four even (sine) columns, i = 0, D/8, D/4 and 3D/8, with wavelengths of about
+    6, 20, 63 and 199 positions."""
+    checks.positive_even_int("d_model", d_model)
+    if not isinstance(length, int) or length < 2:
+        raise ValueError(f"length must be an int >= 2, got {length!r}")
+    if dims is None:
+        dims = sorted({2 * round(d_model * k / 16) for k in (0, 1, 2, 3)})
+    dims = list(dims)
+    for d in dims:
+        if not isinstance(d, (int, np.integer)) or not 0 <= d < d_model:
+            raise ValueError(f"dims must hold ints in [0, d_model={d_model}), got {d!r}")
+    table = sinusoidal_positional_encoding(length, d_model).numpy()  # (L, D)
+    fig, axes = new_figure(ax)
+    a = axes[0, 0]
+    for d in dims:
+        wavelength = 2 * math.pi * 10000 ** ((d - d % 2) / d_model)
+        kind = "sin" if d % 2 == 0 else "cos"
+        a.plot(np.arange(length), table[:, d], label=f"i = {d} ({kind}, wavelength {wavelength:.0f})")
+    a.set_xlabel("position pos")
+    a.set_ylabel("PE(pos, i)")
+    a.set_title(f"Positional-encoding columns, d_model = {d_model}")
+    a.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
+    return fig
+
+
+
+def _check_d_ks(d_ks) -> list[int]:
+    d_ks = list(d_ks)
+    if not d_ks or not all(isinstance(d, (int, np.integer)) and d >= 1 for d in d_ks):
+        raise ValueError(f"d_ks must be a non-empty sequence of positive ints, got {d_ks}")
+    return [int(d) for d in d_ks]
+
+
+@styled
+def plot_dot_product_variance(
+    d_ks: Sequence[int] = (1, 4, 16, 64, 256, 1024), samples: int = 4000, seed: int = 0, ax: Axes | None = None
+) -> Figure:
+    """Footnote 4 of Section 3.2.1, measured: for q, k with independent unit-variance
+    components, q . k has variance d_k; q . k / sqrt(d_k) has variance 1."""
+    d_ks = _check_d_ks(d_ks)
+    g = torch.Generator().manual_seed(seed)
+    raw, scaled = [], []
+    for d in d_ks:
+        q, k = torch.randn(samples, d, generator=g), torch.randn(samples, d, generator=g)  # (N, K)
+        dot = (q * k).sum(-1)  # (N,)
+        raw.append(dot.var().item())
+        scaled.append((dot / math.sqrt(d)).var().item())
+    fig, axes = new_figure(ax)
+    a = axes[0, 0]
+    a.plot(d_ks, d_ks, color=PALETTE["ink"], linestyle=":", linewidth=1.5, label="d_k (theory)")
+    a.plot(d_ks, raw, "o-", color=PALETTE["mask"], label="var(q . k)")
+    a.plot(d_ks, scaled, "o-", color=PALETTE["query"], label="var(q . k / sqrt(d_k))")
+    a.set_xscale("log", base=2)
+    a.set_yscale("log", base=2)
+    a.set_xlabel("d_k")
+    a.set_ylabel("variance of the score")
+    a.set_title("Dot products grow with d_k")
+    a.legend()
+    return fig
+
+
+@styled
+def plot_softmax_saturation(
+    d_ks: Sequence[int] = (1, 4, 16, 64, 256, 1024),
+    num_keys: int = 16,
+    samples: int = 500,
+    seed: int = 0,
+    ax: Axes | None = None,
+) -> Figure:
+    """Why divide by sqrt(d_k) (Section 3.2.1): the mean largest softmax weight over
+    ``num_keys`` random keys. Unscaled, it tends to 1 as d_k grows (a one-hot softmax,
+    "regions where it has extremely small gradients"); scaled, it stays put."""
+    d_ks = _check_d_ks(d_ks)
+    if not isinstance(num_keys, int) or num_keys < 2:
+        raise ValueError(f"num_keys must be an int >= 2, got {num_keys!r}")
+    g = torch.Generator().manual_seed(seed)
+    raw, scaled = [], []
+    for d in d_ks:
+        q = torch.randn(samples, 1, d, generator=g)  # (N, 1, K)
+        k = torch.randn(samples, num_keys, d, generator=g)  # (N, S, K)
+        scores = (q * k).sum(-1)  # (N, S)
+        raw.append(scores.softmax(-1).amax(-1).mean().item())
+        scaled.append((scores / math.sqrt(d)).softmax(-1).amax(-1).mean().item())
+    fig, axes = new_figure(ax)
+    a = axes[0, 0]
+    a.axhline(1.0 / num_keys, color=PALETTE["ink"], linestyle=":", linewidth=1.5, label=f"uniform (1/{num_keys})")
+    a.plot(d_ks, raw, "o-", color=PALETTE["mask"], label="softmax(q . k)")
+    a.plot(d_ks, scaled, "o-", color=PALETTE["query"], label="softmax(q . k / sqrt(d_k))")
+    a.set_xscale("log", base=2)
+    a.set_ylim(0, 1.05)
+    a.set_xlabel("d_k")
+    a.set_ylabel("largest attention weight (mean)")
+    a.set_title(f"Softmax saturates without scaling ({num_keys} keys)")
+    a.legend()
+    return fig
+
+
+@styled
+def plot_scaling_argument(d_ks: Sequence[int] = (1, 4, 16, 64, 256, 1024), seed: int = 0) -> Figure:
+    """Both halves of the sqrt(d_k) argument side by side: score variance, then saturation."""
+    fig = Figure(figsize=(11.0, 4.5), layout="constrained")
+    left, right = fig.subplots(1, 2)
+    plot_dot_product_variance(d_ks, seed=seed, ax=left)
+    plot_softmax_saturation(d_ks, seed=seed, ax=right)
+    return fig
+
