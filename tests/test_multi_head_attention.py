@@ -175,3 +175,13 @@ def test_the_weight_copy_rejects_modules_of_another_shape():
         copy_into_torch_attention(ours, nn.MultiheadAttention(D, 2, batch_first=True))
     with pytest.raises(ValueError, match="ours must have biases and d_k = d_v = d_model / num_heads"):
         to_torch_attention(tl.MultiHeadAttention(D, H, d_k=2, d_v=2))
+
+
+def test_a_bad_mask_is_named_on_the_recording_path_too():
+    mha = tl.MultiHeadAttention(D, H)
+    x = torch.randn(B, T, D)
+    with tl.record_attention(mha):
+        with pytest.raises(TypeError, match="boolean"):
+            mha(x, x, x, mask=torch.ones(T, T))
+        with pytest.raises(ValueError, match=r"mask of shape \(5, 4\) does not broadcast"):
+            mha(x, x, x, mask=torch.ones(T, 4, dtype=torch.bool))

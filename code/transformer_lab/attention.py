@@ -36,9 +36,8 @@ def check_mask(mask: Tensor, scores_shape: torch.Size | tuple[int, ...], name: s
         )
 
 
-def _check_inputs(query: Tensor, key: Tensor, value: Tensor | None = None, mask: Tensor | None = None) -> None:
-    named = (("query", query), ("key", key)) + ((("value", value),) if value is not None else ())
-    for name, t in named:
+def _check_inputs(query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None) -> None:
+    for name, t in (("query", query), ("key", key), ("value", value)):
         checks.tensor(name, t)
         if t.dim() < 2:
             raise ValueError(f"{name} must have shape (..., length, dim), got {tuple(t.shape)}")
@@ -47,7 +46,7 @@ def _check_inputs(query: Tensor, key: Tensor, value: Tensor | None = None, mask:
             f"query and key must share d_k, got query (..., {query.size(-1)}) "
             f"and key (..., {key.size(-1)})"
         )
-    if value is not None and key.size(-2) != value.size(-2):
+    if key.size(-2) != value.size(-2):
         raise ValueError(
             f"key and value must have the same length S, got key {tuple(key.shape)} "
             f"and value {tuple(value.shape)}"
@@ -57,7 +56,9 @@ def _check_inputs(query: Tensor, key: Tensor, value: Tensor | None = None, mask:
         check_mask(mask, batch + (query.size(-2), key.size(-2)))
 
 
-def attention_weights(query: Tensor, key: Tensor, mask: Tensor | None = None) -> Tensor:
+def attention_weights(
+    query: Tensor, key: Tensor, mask: Tensor | None = None
+) -> Tensor:
     """softmax(Q K^T / sqrt(d_k)) with masked keys set to exactly zero: (..., T, S).
 
     query (..., T, K), key (..., S, K); ``mask`` boolean, True = may attend,
@@ -67,9 +68,9 @@ def attention_weights(query: Tensor, key: Tensor, mask: Tensor | None = None) ->
     makes a fully masked row NaN, and not -1e9, which is outside float16's range). Then
     the weights are multiplied by the mask, so a query that may see no key gets all-zero
     weights, hence a zero output: finite, never NaN. Half-precision inputs take the
-    softmax in float32.
+    softmax in float32. Inputs are not checked here (scaled_dot_product_attention and
+    MultiHeadAttention check theirs).
     """
-    _check_inputs(query, key, mask=mask)
     scale = 1.0 / math.sqrt(query.size(-1))
     # Scaling q first is cheaper than scaling the (T, S) scores.
     scores = (query * scale) @ key.transpose(-2, -1)  # (..., T, S)

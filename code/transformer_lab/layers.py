@@ -68,7 +68,8 @@ class EncoderLayer(_Layer):
 
     def forward(self, x: Tensor, src_mask: Tensor | None = None) -> Tensor:
         h = self.sublayer_input(x, self.norm1)
-        x = self.residual(x, self.self_attn(h, h, h, mask=src_mask), self.norm1)  # (B, S, D)
+        attended = self.self_attn(h, h, h, mask=src_mask)  # self-attention
+        x = self.residual(x, attended, self.norm1)  # (B, S, D)
         h = self.sublayer_input(x, self.norm2)
         return self.residual(x, self.feed_forward(h), self.norm2)  # (B, S, D)
 
@@ -143,10 +144,12 @@ class DecoderLayer(_Layer):
     ) -> Tensor:
         self_cache, cross_cache = cache if cache is not None else (None, None)
         h = self.sublayer_input(x, self.norm1)
-        attended = self.self_attn(h, h, h, mask=tgt_mask, cache=self_cache)  # masked self-attention
+        # masked self-attention: queries, keys and values from the target
+        attended = self.self_attn(h, h, h, mask=tgt_mask, cache=self_cache)
         x = self.residual(x, attended, self.norm1)  # (B, T, D)
         h = self.sublayer_input(x, self.norm2)
-        attended = self.cross_attn(h, memory, memory, mask=src_mask, cache=cross_cache)  # K, V: memory
+        # cross-attention: queries from the target, keys and values from the memory
+        attended = self.cross_attn(h, memory, memory, mask=src_mask, cache=cross_cache)
         x = self.residual(x, attended, self.norm2)  # (B, T, D)
         h = self.sublayer_input(x, self.norm3)
         return self.residual(x, self.feed_forward(h), self.norm3)  # (B, T, D)

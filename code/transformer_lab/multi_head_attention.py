@@ -21,7 +21,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from . import checks
-from .attention import attention_weights, scaled_dot_product_attention
+from .attention import attention_weights, check_mask, scaled_dot_product_attention
 
 
 @dataclass
@@ -147,11 +147,18 @@ class MultiHeadAttention(nn.Module):
         dropout_p = self.dropout if self.training else 0.0
         if self.on_weights is None:
             heads = scaled_dot_product_attention(q, k, v, mask, dropout_p)  # (B, H, T, Kv)
-        else:  # recording: the explicit path of equation (1), whose weights we keep
-            weights = attention_weights(q, k, mask)  # (B, H, T, S)
-            self.on_weights(weights)
-            heads = F.dropout(weights, dropout_p) @ v  # (B, H, T, Kv)
+        else:
+            heads = self.attend_and_record(q, k, v, mask, dropout_p)  # (B, H, T, Kv)
         return self.w_o(self.merge_heads(heads))  # (B, T, D)
+
+    def attend_and_record(self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, dropout_p: float) -> Tensor:
+        """Inside record_attention: the explicit path of equation (1), handing the weights
+        (B, H, T, S), before dropout, to ``on_weights``. Returns the heads (B, H, T, Kv)."""
+        if mask is not None:
+            check_mask(mask, (q.size(0), self.num_heads, q.size(2), k.size(2)))
+        weights = attention_weights(q, k, mask)  # (B, H, T, S)
+        self.on_weights(weights)
+        return F.dropout(weights, dropout_p) @ v  # (B, H, T, Kv)
 
     def project_key_value(self, key: Tensor, value: Tensor, cache: KVCache | None) -> tuple[Tensor, Tensor]:
         """Keys (B, H, S, K) and values (B, H, S, Kv), read from or written to ``cache``."""

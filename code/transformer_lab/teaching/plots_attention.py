@@ -21,6 +21,7 @@ from .style import (
     as_array,
     as_bool_mask,
     check_labels,
+    heatmap_labels,
     heatmap_ticks,
     new_figure,
     styled,
@@ -48,9 +49,8 @@ def plot_attention(
     query colour at ``vmax`` (default: the largest weight).
     """
     w = as_array(weights, "weights", 2, "(T, S)")
+    query_labels, key_labels = heatmap_labels(query_labels, key_labels, *w.shape)
     T, S = w.shape
-    query_labels = check_labels(query_labels, T, "query_labels", "query (T)")
-    key_labels = check_labels(key_labels, S, "key_labels", "key (S)")
     shown = np.ma.masked_array(w, mask=~as_bool_mask(mask, (T, S))) if mask is not None else np.ma.masked_array(w)
     fig, axes = new_figure(ax, figsize=(max(4.0, min(8.0, 2.5 + 0.35 * S)), max(3.0, min(6.0, 1.5 + 0.35 * T))))
     a = axes[0, 0]
@@ -119,9 +119,8 @@ def plot_mask(
     m = as_array(mask, "mask", 2, "(T, S)")
     if m.dtype != bool:
         raise TypeError(f"mask must be boolean (True = may attend), got dtype {m.dtype}")
+    query_labels, key_labels = heatmap_labels(query_labels, key_labels, *m.shape)
     T, S = m.shape
-    query_labels = check_labels(query_labels, T, "query_labels", "query (T)")
-    key_labels = check_labels(key_labels, S, "key_labels", "key (S)")
     fig, axes = new_figure(ax, figsize=(max(4.0, min(8.0, 3.0 + 0.35 * S)), max(3.0, min(6.0, 1.5 + 0.35 * T))))
     a = axes[0, 0]
     a.imshow(m.astype(float), cmap=MASK_CMAP, vmin=0, vmax=1, aspect="auto", interpolation="nearest")

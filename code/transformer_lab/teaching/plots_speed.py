@@ -12,7 +12,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from .. import checks
-from .style import SERIES_COLORS, as_array, check_labels, new_figure, styled
+from .style import SERIES_COLORS, as_array, check_labels, finish_axes, new_figure, styled
 
 
 @styled
@@ -66,10 +66,5 @@ def plot_decode_step_times(
         y = as_array(values, f"step_times_ms[{name!r}]", 1, "(steps,)")
         smooth = np.array([np.median(y[max(0, t - window + 1): t + 1]) for t in range(len(y))])
         a.plot(np.arange(1, len(y) + 1), smooth, color=SERIES_COLORS[i % len(SERIES_COLORS)], label=name, lw=2)
-    a.set_xlabel("output position (step)")
-    a.set_ylabel("time per step (ms)")
-    a.set_ylim(bottom=0)
-    if title:
-        a.set_title(title)
-    a.legend()
+    finish_axes(a, "output position (step)", "time per step (ms)", title)
     return fig

@@ -13,7 +13,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from ..training import LabelSmoothingLoss, noam_learning_rate
-from .style import FIGSIZE, PALETTE, SERIES_COLORS, as_array, check_labels, new_figure, styled
+from .style import FIGSIZE, PALETTE, SERIES_COLORS, as_array, check_labels, finish_axes, new_figure, styled
 
 
 @styled
@@ -149,11 +149,6 @@ def plot_layer_gradient_norms(norms: dict[str, Sequence[float]], title: str | No
     for i, (name, values) in enumerate(norms.items()):
         y = as_array(values, f"norms[{name!r}]", 1, "(layers,)")
         a.plot(np.arange(1, len(y) + 1), y, "o-", color=SERIES_COLORS[i % len(SERIES_COLORS)], label=name)
-    a.set_xlabel("layer (1 = nearest the input)")
-    a.set_ylabel("gradient norm")
-    a.set_ylim(bottom=0)
-    if title:
-        a.set_title(title)
-    a.legend()
+    finish_axes(a, "layer (1 = nearest the input)", "gradient norm", title)
     return fig
 

@@ -126,6 +126,23 @@ def check_labels(labels, n: int, name: str, axis: str) -> list[str] | None:
     return labels
 
 
+def heatmap_labels(query_labels, key_labels, T: int, S: int) -> tuple[list[str] | None, list[str] | None]:
+    """The rows' and columns' labels of a (T, S) heatmap, one per query and per key."""
+    return (check_labels(query_labels, T, "query_labels", "query (T)"),
+            check_labels(key_labels, S, "key_labels", "key (S)"))
+
+
+def finish_axes(ax: Axes, xlabel: str, ylabel: str, title: str | None, ylim_bottom: float | None = 0.0) -> None:
+    """Axis labels, an optional title, the y axis from ``ylim_bottom``, and the legend."""
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    if ylim_bottom is not None:
+        ax.set_ylim(bottom=ylim_bottom)
+    if title:
+        ax.set_title(title)
+    ax.legend()
+
+
 def heatmap_ticks(ax: Axes, query_labels, key_labels, label_right: bool) -> None:
     """Query labels on the left (and mirrored on the right), key labels on top."""
     T, S = ax.images[-1].get_array().shape
