@@ -40,8 +40,7 @@ def trace_shapes(model: Transformer, src: Tensor, tgt: Tensor) -> list[tuple[str
             continue
 
         def hook(_module, _inputs, output, name=name):
-            out = output[0] if isinstance(output, tuple) else output
-            records.append((name, tuple(out.shape)))
+            records.append((name, tuple(output.shape)))  # every step returns one tensor
 
         handles.append(module.register_forward_hook(hook))
     try:
