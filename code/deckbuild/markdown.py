@@ -10,18 +10,17 @@ as attributes for the Lua filters, as Quarto does.
 from __future__ import annotations
 
 import base64
-import json
 import re
 from pathlib import Path
 
 import yaml
 
-from .execute import ANSI_RE, effective_cell_options
+from . import schema
+from .cells import coalesce_streams, effective_cell_options, output_text, strip_ansi
 from .source import Cell, Document, Markdown
 
 # metadata that pandoc's template needs; reveal options travel separately as JSON
-META_KEYS = ("title", "subtitle", "author", "date", "institute", "lang", "footer",
-             "title-slide-attributes", "abstract")
+META_KEYS = schema.names_with_role("meta")
 
 
 def _fence_for(text: str, minimum: int = 3) -> str:
@@ -41,7 +40,7 @@ def _attr(classes: list[str], ident: str = "", **kv) -> str:
 
 
 def _code_block(cell: Cell, eff: dict) -> str:
-    cln = eff.get("code-line-numbers", True)
+    cln = eff["code-line-numbers"]
     cln_attr = str(cln).lower() if isinstance(cln, bool) else str(cln)
     if eff.get("echo") == "fenced":
         opts = [l for l in cell.option_lines if not re.match(r"^#\|\s*echo\s*:", l)]
@@ -52,22 +51,18 @@ def _code_block(cell: Cell, eff: dict) -> str:
     return f"{fence}{_attr(['python', 'cell-code'], code_line_numbers=cln_attr)}\n{cell.code}\n{fence}"
 
 
-def _text(value) -> str:
-    return "".join(value) if isinstance(value, list) else str(value)
-
-
 def _output_md(out: dict, cell: Cell, eff: dict, k: int, files_dir: Path, rel_dir: str) -> str:
     kind = out.get("output_type")
     asis = eff.get("output") == "asis"
     if kind == "stream":
-        text = ANSI_RE.sub("", _text(out.get("text", ""))).rstrip("\n")
+        text = strip_ansi(output_text(out.get("text", ""))).rstrip("\n")
         if asis and out.get("name") == "stdout":
             return text
         cls = "cell-output-stdout" if out.get("name") == "stdout" else "cell-output-stderr"
         fence = _fence_for(text)
         return f"::: {{.cell-output .{cls}}}\n{fence}\n{text}\n{fence}\n:::"
     if kind == "error":
-        tb = ANSI_RE.sub("", "\n".join(out.get("traceback", [])))
+        tb = strip_ansi("\n".join(out.get("traceback", [])))
         fence = _fence_for(tb)
         return f"::: {{.cell-output .cell-output-error}}\n{fence}\n{tb}\n{fence}\n:::"
     data = out.get("data", {})
@@ -75,13 +70,13 @@ def _output_md(out: dict, cell: Cell, eff: dict, k: int, files_dir: Path, rel_di
     if asis:
         for mime in ("text/markdown", "text/plain"):
             if mime in data:
-                return _text(data[mime])
+                return output_text(data[mime])
     for mime, ext in (("image/svg+xml", "svg"), ("image/png", "png"), ("image/jpeg", "jpg")):
         if mime in data:
             stem = eff.get("label") or f"cell-{cell.index + 1}"
             name = f"{stem}-output-{k}.{ext}"
             files_dir.mkdir(parents=True, exist_ok=True)
-            raw = _text(data[mime])
+            raw = output_text(data[mime])
             (files_dir / name).write_bytes(raw.encode() if ext == "svg" else base64.b64decode(raw))
             size = meta.get(mime, {}) if isinstance(meta.get(mime), dict) else {}
             cap = eff.get("fig-cap", "")
@@ -89,32 +84,17 @@ def _output_md(out: dict, cell: Cell, eff: dict, k: int, files_dir: Path, rel_di
                           fig_alt=eff.get("fig-alt"))
             return f"::: {{.cell-output-display}}\n![{cap}]({rel_dir}/{name}){attrs}\n:::"
     if "text/html" in data:
-        html = _text(data["text/html"])
+        html = output_text(data["text/html"])
         return f"::: {{.cell-output-display}}\n```{{=html}}\n{html}\n```\n:::"
     if "text/markdown" in data:
-        return f"::: {{.cell-output-display}}\n{_text(data['text/markdown'])}\n:::"
+        return f"::: {{.cell-output-display}}\n{output_text(data['text/markdown'])}\n:::"
     if "text/latex" in data:
-        return f"::: {{.cell-output-display}}\n{_text(data['text/latex'])}\n:::"
+        return f"::: {{.cell-output-display}}\n{output_text(data['text/latex'])}\n:::"
     if "text/plain" in data:
-        text = _text(data["text/plain"])
+        text = output_text(data["text/plain"])
         fence = _fence_for(text)
         return f"::: {{.cell-output .cell-output-display}}\n{fence}\n{text}\n{fence}\n:::"
     return ""
-
-
-def coalesce_streams(outputs: list) -> list:
-    """Merge consecutive stdout (or stderr) chunks into one output, as Jupyter's
-    ``coalesce_streams`` does for Quarto: the kernel may split one cell's printing into
-    several messages, and an ``asis`` table must not be cut in two."""
-    merged: list = []
-    for out in outputs:
-        prev = merged[-1] if merged else None
-        if (out.get("output_type") == "stream" and prev is not None
-                and prev.get("output_type") == "stream" and prev.get("name") == out.get("name")):
-            merged[-1] = {**prev, "text": _text(prev.get("text", "")) + _text(out.get("text", ""))}
-        else:
-            merged.append(out)
-    return merged
 
 
 def cell_markdown(cell: Cell, outputs: list, doc_opts: dict, files_dir: Path, rel_dir: str) -> str:
@@ -127,7 +107,7 @@ def cell_markdown(cell: Cell, outputs: list, doc_opts: dict, files_dir: Path, re
     if eff.get("output") is not False:
         for k, out in enumerate(coalesce_streams(outputs), start=1):
             if out.get("output_type") == "stream" and out.get("name") == "stderr" \
-                    and not eff.get("warning") and "Warning" in _text(out.get("text", "")):
+                    and not eff.get("warning") and "Warning" in output_text(out.get("text", "")):
                 continue
             md = _output_md(out, cell, eff, k, files_dir, rel_dir)
             if md:
@@ -140,7 +120,7 @@ def cell_markdown(cell: Cell, outputs: list, doc_opts: dict, files_dir: Path, re
     extra = eff.get("classes") or []
     classes += extra.split() if isinstance(extra, str) else list(extra)
     label = eff.get("label") or ""
-    location = eff.get("output-location", "default")
+    location = eff["output-location"]
     attrs = _attr(classes, label if not label.startswith("fig-") else "",
                   output_location=None if location == "default" else location)
     return f":::: {attrs}\n" + "\n\n".join(parts) + "\n::::"
@@ -168,7 +148,3 @@ def write_markdown(doc: Document, outputs: list[list], doc_opts: dict, work_dir:
     path.write_text("\n".join(chunks) + "\n", encoding="utf-8")
     return path
 
-
-def source_map_json(doc: Document) -> str:
-    """Cells' origins, for debugging the intermediate markdown."""
-    return json.dumps([{"cell": c.index + 1, "file": str(c.file), "line": c.line} for c in doc.cells])

@@ -18,94 +18,11 @@ from typing import Any
 
 import yaml
 
+from . import schema
 from .errors import DeckError
 
-# Quarto's defaults for `format: revealjs` (the ones this renderer honours).
-REVEALJS_DEFAULTS: dict[str, Any] = {
-    "echo": False,
-    "eval": True,
-    "output": True,
-    "include": True,
-    "error": False,
-    "warning": False,
-    "fig-width": 10,
-    "fig-height": 5,
-    "fig-dpi": 96,
-    "fig-format": "retina",
-    "code-line-numbers": True,
-    "slide-level": 2,
-    "incremental": False,
-    "smaller": False,
-    "scrollable": False,
-    "html-math-method": "katex",
-    "theme": ["default"],
-    # reveal.js configuration, as Quarto sets it
-    "width": 1050,
-    "height": 700,
-    "margin": 0.1,
-    "min-scale": 0.2,
-    "max-scale": 2.0,
-    "center": False,
-    "transition": "none",
-    "background-transition": "none",
-    "transition-speed": "default",
-    "hash": True,
-    "hash-one-based-index": False,
-    "history": True,
-    "navigation-mode": "linear",
-    "controls": True,
-    "controls-tutorial": False,
-    "controls-layout": "edges",
-    "controls-back-arrows": "faded",
-    "progress": True,
-    "slide-number": False,
-    "show-slide-number": "all",
-    "keyboard": True,
-    "overview": True,
-    "touch": True,
-    "loop": False,
-    "rtl": False,
-    "shuffle": False,
-    "fragments": True,
-    "fragment-in-url": True,
-    "embedded": False,
-    "help": True,
-    "pause": True,
-    "show-notes": False,
-    "auto-play-media": None,
-    "auto-slide": 0,
-    "auto-slide-stoppable": True,
-    "mouse-wheel": False,
-    "preview-links": False,
-    "view-distance": 3,
-    "pdf-max-pages-per-slide": 1,
-    "pdf-separate-fragments": False,
-    "pdf-page-height-offset": -1,
-    "display": "block",
-    "hide-inactive-cursor": True,
-    "hide-cursor-time": 5000,
-}
-
-# Options that configure reveal.js itself (kebab-case here, camelCase in JavaScript).
-REVEAL_CONFIG_KEYS = [
-    "width", "height", "margin", "min-scale", "max-scale", "center", "transition",
-    "background-transition", "transition-speed", "hash", "hash-one-based-index", "history",
-    "navigation-mode", "controls", "controls-tutorial", "controls-layout",
-    "controls-back-arrows", "progress", "slide-number", "show-slide-number", "keyboard",
-    "overview", "touch", "loop", "rtl", "shuffle", "fragments", "fragment-in-url",
-    "embedded", "help", "pause", "show-notes", "auto-play-media", "auto-slide",
-    "auto-slide-stoppable", "mouse-wheel", "preview-links", "view-distance",
-    "pdf-max-pages-per-slide", "pdf-separate-fragments", "pdf-page-height-offset",
-    "display", "hide-inactive-cursor", "hide-cursor-time",
-]
-
-# Execution options that may be set for a whole document (top level or under `execute:`).
-EXECUTE_KEYS = ["echo", "eval", "output", "include", "error", "warning"]
-
-# Options whose values are paths, resolved against the file that declares them.
-PATH_KEYS = ["logo", "css", "theme"]
-
-BUILTIN_THEMES = {"default"}
+REVEALJS_DEFAULTS: dict[str, Any] = schema.defaults()
+REVEAL_CONFIG_KEYS = schema.names_with_role("reveal")
 
 CONFIG_FILE = "_quarto.yml"
 DIR_METADATA_FILE = "_metadata.yml"
@@ -194,13 +111,13 @@ def _as_format(src: Source) -> dict:
 
 def _resolve_paths(level: dict, src: Source) -> dict:
     base = src.file.parent
-    for key in PATH_KEYS:
+    for key in schema.PATH_OPTIONS:
         if key not in level or level[key] in (None, False):
             continue
         values = level[key] if isinstance(level[key], list) else [level[key]]
         resolved = []
         for value in values:
-            if key == "theme" and isinstance(value, str) and value in BUILTIN_THEMES:
+            if key == "theme" and isinstance(value, str) and value in schema.BUILTIN_THEMES:
                 resolved.append(value)
                 continue
             if not isinstance(value, str):
@@ -236,6 +153,8 @@ class Project:
     config: Source | None
     output_dir: Path
     render: list[Path] = field(default_factory=list)
+    python_path: list[Path] = field(default_factory=list)     # deckbuild: python-path
+    cache_sources: list[Path] = field(default_factory=list)   # deckbuild: cache-sources
 
 
 def load_project(root: Path) -> Project:
@@ -256,7 +175,37 @@ def load_project(root: Path) -> Project:
         render = sorted(p for p in root.rglob("*.qmd")
                         if not any(part.startswith(("_", ".")) for part in p.relative_to(root).parts)
                         and "node_modules" not in p.parts)
-    return Project(root, config, out, render)
+    own = deckbuild_options(config, root)
+    return Project(root, config, out, render, own["python-path"], own["cache-sources"])
+
+
+def deckbuild_options(config: Source | None, root: Path) -> dict[str, list[Path]]:
+    """Our own project options (``deckbuild:`` in _quarto.yml): folders, checked to exist."""
+    data = (config.data.get(schema.DECKBUILD_NAMESPACE) if config else None) or {}
+    if not isinstance(data, dict):
+        raise DeckError(f"'{schema.DECKBUILD_NAMESPACE}' must be a mapping of options",
+                        config.file, config.line_of(schema.DECKBUILD_NAMESPACE))
+    out: dict[str, list[Path]] = {}
+    for name, opt in schema.DECKBUILD_OPTIONS.items():
+        value = data.get(name, opt.default)
+        if not opt.type.check(value):
+            raise DeckError(f"option '{schema.DECKBUILD_NAMESPACE}: {name}' must be "
+                            f"{opt.type.expected}, got {value!r}", config.file, config.line_of(name))
+        folders = []
+        for item in [value] if isinstance(value, str) else value:
+            folder = (root / item).resolve()
+            if not folder.is_dir():
+                raise DeckError(f"folder listed under '{schema.DECKBUILD_NAMESPACE}: {name}' "
+                                f"not found: {item} (looked for {folder})", config.file,
+                                config.line_of(item))
+            folders.append(folder)
+        out[name] = folders
+    for name in data:
+        if name not in schema.DECKBUILD_OPTIONS:
+            known = ", ".join(schema.DECKBUILD_OPTIONS)
+            raise DeckError(f"unknown option '{schema.DECKBUILD_NAMESPACE}: {name}' "
+                            f"(known: {known})", config.file, config.line_of(f"{name}:"))
+    return out
 
 
 def resolve_options(project: Project | None, doc_file: Path, front: Source) -> dict:
@@ -265,6 +214,7 @@ def resolve_options(project: Project | None, doc_file: Path, front: Source) -> d
     if project and project.config:
         cfg = dict(project.config.data)
         cfg.pop("project", None)
+        cfg.pop(schema.DECKBUILD_NAMESPACE, None)
         levels.append(Source(cfg, project.config.file, 1, project.config.text))
         # _metadata.yml files between the project root and the document
         rel_dirs = doc_file.resolve().parent.relative_to(project.root.resolve()).parts

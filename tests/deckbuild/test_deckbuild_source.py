@@ -61,7 +61,7 @@ def test_bad_option_value(deck):
     with pytest.raises(DeckError) as info:
         parse(root / "bad-value.qmd", root)
     assert info.value.line == 8
-    assert "'output-location' must be default, fragment, column, column-fragment or slide" in str(info.value)
+    assert "'output-location' must be one of default, fragment, column, column-fragment, slide" in str(info.value)
 
 
 def test_malformed_cell_option_yaml(deck):
