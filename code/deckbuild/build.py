@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from . import __version__, browser, execute, markdown, pandoc, resources, source, theme
+from . import __version__, browser, execute, markdown, pandoc, resources, source, strict, theme
+from .errors import DeckWarning
 from .options import Project, find_project_root, load_project, resolve_options
 
 
@@ -31,6 +32,7 @@ class BuildResult:
     pdf: Path | None
     timings: dict = field(default_factory=dict)
     up_to_date: bool = False
+    warnings: list[DeckWarning] = field(default_factory=list)
 
 
 class Progress:
@@ -101,6 +103,8 @@ def _read(job: Job) -> tuple[source.Document, dict, list[Path]]:
     if opts["slide-level"] != 2:
         doc = source.parse(job.path, job.root, opts["slide-level"])
     images = source.check_resources(doc)
+    doc.warnings += strict.check_options(opts, job.path) + strict.check_formats(opts)
+    doc.warnings += strict.check_crossrefs(doc)
     job.progress.step("read", t, f"{len(doc.cells)} cells")
     return doc, opts, images
 
@@ -110,7 +114,8 @@ def _execute(job: Job, doc: source.Document, opts: dict) -> list[list]:
     project = job.project
     kernel = execute.KernelSettings(
         python_path=tuple(project.python_path) if project else (),
-        cache_sources=tuple(project.cache_sources) if project else ())
+        cache_sources=tuple(project.cache_sources) if project else (),
+        quarto_version=project.quarto_version if project else "current")
     outputs, stats = execute.execute(doc, opts, job.cache_root / "cells", job.settings.use_cache,
                                      job.progress.emit, kernel)
     note = ("all cached" if stats["cached"] and stats["cached"] == stats["cells"]
@@ -175,12 +180,16 @@ def build_document(path: Path, settings: BuildSettings, emit: Callable[[str], No
     t = time.perf_counter()
     css, cached = theme.compile_theme(opts["theme"], node_modules, job.cache_root / "theme")
     job.progress.step("theme", t, "cached" if cached else "compiled")
+    doc.warnings += strict.check_classes(doc, css.read_text(encoding="utf-8"))
+    for warning in doc.warnings:
+        emit(f"  {warning}")
 
     html, pdf = output_paths(path, project)
     html.parent.mkdir(parents=True, exist_ok=True)
     fingerprint = _fingerprint(job, md, css, opts, images, node_modules)
     stamp = job.cache_root / "builds" / (str(job.rel).replace(os.sep, "__") + ".json")
-    result = BuildResult(path, html, None if settings.html_only else pdf, job.progress.timings)
+    result = BuildResult(path, html, None if settings.html_only else pdf, job.progress.timings,
+                         warnings=doc.warnings)
     if (settings.use_cache and stamp.exists() and html.exists() and (settings.html_only or pdf.exists())
             and json.loads(stamp.read_text()).get("fingerprint") == fingerprint):
         emit(f"  up to date: {job.shown(html)}")

@@ -27,7 +27,7 @@ from .cells import effective_cell_options, strip_ansi
 from .errors import DeckError
 from .source import Cell, Document
 
-EXEC_VERSION = "3"   # bump when the kernel set-up below changes what cells produce
+EXEC_VERSION = "4"   # bump when the kernel set-up below changes what cells produce
 
 
 @dataclass(frozen=True)
@@ -36,6 +36,7 @@ class KernelSettings:
 
     python_path: tuple[Path, ...] = ()     # prepended to the kernel's PYTHONPATH
     cache_sources: tuple[Path, ...] = ()   # folders whose .py files are part of the key
+    quarto_version: str = "current"        # whose setup cell the kernel runs first
 
 
 def source_hash(folders) -> str:
@@ -86,43 +87,53 @@ class Cache:
         os.replace(tmp, path)
 
 
-def _setup_code(doc_opts: dict) -> str:
-    w, h = doc_opts["fig-width"], doc_opts["fig-height"]
-    dpi, fmt = doc_opts["fig-dpi"], doc_opts["fig-format"]
-    # Like Quarto's setup cell: activate the inline backend so that a bare
-    # matplotlib Figure (made without pyplot) displays as an image, not as its repr.
+def _version(text: str) -> tuple[int, ...]:
+    return (10**6,) if text == "current" else tuple(int(x) for x in text.split("."))
+
+
+def setup_code(doc_opts: dict, quarto_version: str = "current") -> str:
+    """The matplotlib part of Quarto's Python setup cell, as the given Quarto version runs
+    it (src/resources/jupyter/lang/python/setup.py): pyplot's figure size and dpi from the
+    document's options, then the inline backend's formats with ``set_matplotlib_formats``.
+    Until 1.7.32 that function is imported from ``IPython.display`` only; IPython 9
+    removed it, the ImportError is swallowed, and a bare ``Figure`` then displays as
+    text. From 1.7.33 it comes from ``matplotlib_inline.backend_inline`` first.
+    Before 1.5.33 ``savefig.dpi`` is the document's dpi, later ``"figure"``. The cell ends
+    with ``%reset``, as Quarto's does, so cells cannot rely on its names."""
+    version = _version(quarto_version)
+    savefig_dpi = repr("figure") if version >= (1, 5, 33) else doc_opts["fig-dpi"]
+    formats_import = (
+        "  try:\n"
+        "    from matplotlib_inline.backend_inline import set_matplotlib_formats\n"
+        "  except ImportError:\n"
+        "    from IPython.display import set_matplotlib_formats\n"
+        if version >= (1, 7, 33) else
+        "  from IPython.display import set_matplotlib_formats\n")
     return (
         "try:\n"
-        "    import matplotlib_inline\n"
-        "    get_ipython().run_line_magic('matplotlib', 'inline')\n"
-        "except ImportError:\n"
-        "    pass\n"
-        f"%config InlineBackend.figure_formats = [{fmt!r}]\n"
-        f"%config InlineBackend.rc = {{'figure.figsize': ({w}, {h}), 'figure.dpi': {dpi}, "
-        f"'savefig.dpi': {dpi}}}\n"
-        "import warnings as _deckbuild_warnings\n"
+        "  import matplotlib.pyplot as plt\n"
+        f"  plt.rcParams['figure.figsize'] = ({doc_opts['fig-width']}, {doc_opts['fig-height']})\n"
+        f"  plt.rcParams['figure.dpi'] = {doc_opts['fig-dpi']}\n"
+        f"  plt.rcParams['savefig.dpi'] = {savefig_dpi}\n"
+        f"{formats_import}"
+        f"  set_matplotlib_formats({doc_opts['fig-format']!r})\n"
+        "except Exception:\n"
+        "  pass\n"
+        # like Quarto's, the set-up leaves no names behind for the cells to rely on
+        "%reset -f\n"
     )
 
 
 def _pre_cell(eff: dict) -> str:
-    code = ""
-    if not eff.get("warning"):
-        code += ("_deckbuild_wctx = _deckbuild_warnings.catch_warnings()\n"
-                 "_deckbuild_wctx.__enter__()\n_deckbuild_warnings.simplefilter('ignore')\n")
-    if "fig-width" in eff or "fig-height" in eff:
-        code += ("import matplotlib as _deckbuild_mpl\n"
-                 "_deckbuild_figsize = _deckbuild_mpl.rcParams['figure.figsize']\n"
-                 f"_deckbuild_mpl.rcParams['figure.figsize'] = ({eff['fig-width']}, {eff['fig-height']})\n")
-    return code
+    if eff["warning"]:
+        return ""
+    return ("import warnings as _deckbuild_warnings\n"
+            "_deckbuild_wctx = _deckbuild_warnings.catch_warnings()\n"
+            "_deckbuild_wctx.__enter__()\n_deckbuild_warnings.simplefilter('ignore')\n")
 
 
 def _post_cell(eff: dict) -> str:
-    code = ""
-    if not eff.get("warning"):
-        code += "_deckbuild_wctx.__exit__(None, None, None)\n"
-    if "fig-width" in eff or "fig-height" in eff:
-        code += "_deckbuild_mpl.rcParams['figure.figsize'] = _deckbuild_figsize\n"
-    return code
+    return "" if eff["warning"] else "_deckbuild_wctx.__exit__(None, None, None)\n"
 
 
 def _error_of(outputs: list) -> dict | None:
@@ -221,7 +232,8 @@ async def _run_kernel(doc: Document, doc_opts: dict, settings: KernelSettings,
         pid = getattr(km.provisioner, "pid", None)
         _KERNEL_PIDS.add(pid)
         await client.async_start_new_kernel_client()
-        await client.async_execute_cell(nbformat.v4.new_code_cell(_setup_code(doc_opts)), 0)
+        setup = setup_code(doc_opts, settings.quarto_version)
+        await client.async_execute_cell(nbformat.v4.new_code_cell(setup), 0)
         progress(f"  kernel ready (pid {pid}) {time.perf_counter() - t0:.2f}s")
         for cell, eff in zip(doc.cells, effs):
             if eff.get("eval") is False:
@@ -259,7 +271,7 @@ def execute(doc: Document, doc_opts: dict, cache_dir: Path, use_cache: bool,
     if not cells:
         return [], {"cells": 0, "cached": 0}
     effs = [effective_cell_options(c, doc_opts) for c in cells]
-    keys = cell_keys(doc, doc_opts, source_hash(settings.cache_sources))
+    keys = cell_keys(doc, doc_opts, source_hash(settings.cache_sources) + settings.quarto_version)
     cache = Cache(cache_dir)
     if use_cache:
         hits = [cache.get(k) for k in keys]

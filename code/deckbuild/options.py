@@ -86,8 +86,23 @@ class Source:
         return self.first_line
 
 
-def _as_format(src: Source) -> dict:
-    """One level's options for revealjs: top-level keys, then `format: revealjs:` over them."""
+class Options(dict):
+    """Merged options of one document. Remembers where each option was last set
+    (``origin``) and the output formats other than revealjs the sources name
+    (``other_formats``: (name, file, line)), so that checks can point at the YAML."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.origins: dict[str, tuple[Path, int]] = {}
+        self.other_formats: list[tuple[str, Path, int]] = []
+
+    def origin(self, key: str) -> tuple[Path | None, int | None]:
+        return self.origins.get(key, (None, None))
+
+
+def _as_format(src: Source) -> tuple[dict, list[str]]:
+    """One level's options for revealjs (top-level keys, then `format: revealjs:` over
+    them) and the names of the other formats the level lists."""
     data = dict(src.data)
     fmt = data.pop("format", None)
     execute = data.pop("execute", None)
@@ -95,7 +110,9 @@ def _as_format(src: Source) -> dict:
     if isinstance(execute, dict):
         level = merge(level, {k: v for k, v in execute.items()})
     level = merge(level, data)
+    others: list[str] = []
     if isinstance(fmt, dict):
+        others = [str(name) for name in fmt if name != "revealjs"]
         reveal = fmt.get("revealjs")
         if isinstance(reveal, dict):
             reveal = dict(reveal)
@@ -106,7 +123,7 @@ def _as_format(src: Source) -> dict:
     elif fmt is not None and fmt != "revealjs":
         raise DeckError(f"format '{fmt}' is not supported by this renderer (only revealjs)",
                         src.file, src.line_of("format"))
-    return _resolve_paths(level, src)
+    return _resolve_paths(level, src), others
 
 
 def _resolve_paths(level: dict, src: Source) -> dict:
@@ -155,6 +172,7 @@ class Project:
     render: list[Path] = field(default_factory=list)
     python_path: list[Path] = field(default_factory=list)     # deckbuild: python-path
     cache_sources: list[Path] = field(default_factory=list)   # deckbuild: cache-sources
+    quarto_version: str = "current"                            # deckbuild: quarto-version
 
 
 def load_project(root: Path) -> Project:
@@ -176,39 +194,44 @@ def load_project(root: Path) -> Project:
                         if not any(part.startswith(("_", ".")) for part in p.relative_to(root).parts)
                         and "node_modules" not in p.parts)
     own = deckbuild_options(config, root)
-    return Project(root, config, out, render, own["python-path"], own["cache-sources"])
+    return Project(root, config, out, render, own["python-path"], own["cache-sources"],
+                   own["quarto-version"])
 
 
-def deckbuild_options(config: Source | None, root: Path) -> dict[str, list[Path]]:
-    """Our own project options (``deckbuild:`` in _quarto.yml): folders, checked to exist."""
-    data = (config.data.get(schema.DECKBUILD_NAMESPACE) if config else None) or {}
+def deckbuild_options(config: Source | None, root: Path) -> dict:
+    """Our own project options (``deckbuild:`` in _quarto.yml), checked; folders resolved
+    against the project root and checked to exist."""
+    ns = schema.DECKBUILD_NAMESPACE
+    data = (config.data.get(ns) if config else None) or {}
     if not isinstance(data, dict):
-        raise DeckError(f"'{schema.DECKBUILD_NAMESPACE}' must be a mapping of options",
-                        config.file, config.line_of(schema.DECKBUILD_NAMESPACE))
-    out: dict[str, list[Path]] = {}
-    for name, opt in schema.DECKBUILD_OPTIONS.items():
-        value = data.get(name, opt.default)
-        if not opt.type.check(value):
-            raise DeckError(f"option '{schema.DECKBUILD_NAMESPACE}: {name}' must be "
-                            f"{opt.type.expected}, got {value!r}", config.file, config.line_of(name))
-        folders = []
-        for item in [value] if isinstance(value, str) else value:
-            folder = (root / item).resolve()
-            if not folder.is_dir():
-                raise DeckError(f"folder listed under '{schema.DECKBUILD_NAMESPACE}: {name}' "
-                                f"not found: {item} (looked for {folder})", config.file,
-                                config.line_of(item))
-            folders.append(folder)
-        out[name] = folders
+        raise DeckError(f"'{ns}' must be a mapping of options", config.file, config.line_of(ns))
     for name in data:
         if name not in schema.DECKBUILD_OPTIONS:
             known = ", ".join(schema.DECKBUILD_OPTIONS)
-            raise DeckError(f"unknown option '{schema.DECKBUILD_NAMESPACE}: {name}' "
-                            f"(known: {known})", config.file, config.line_of(f"{name}:"))
+            raise DeckError(f"unknown option '{ns}: {name}' (known: {known})", config.file,
+                            config.line_of(f"{name}:"))
+    out: dict = {}
+    for name, opt in schema.DECKBUILD_OPTIONS.items():
+        value = data.get(name, opt.default)
+        if not opt.type.check(value):
+            raise DeckError(f"option '{ns}: {name}' must be {opt.type.expected}, got {value!r}",
+                            config.file, config.line_of(f"{name}:"))
+        out[name] = _folders(value, name, config, root) if opt.role == "folders" else value
     return out
 
 
-def resolve_options(project: Project | None, doc_file: Path, front: Source) -> dict:
+def _folders(value, name: str, config: Source, root: Path) -> list[Path]:
+    folders = []
+    for item in [value] if isinstance(value, str) else value:
+        folder = (root / item).resolve()
+        if not folder.is_dir():
+            raise DeckError(f"folder listed under '{schema.DECKBUILD_NAMESPACE}: {name}' not "
+                            f"found: {item} (looked for {folder})", config.file, config.line_of(item))
+        folders.append(folder)
+    return folders
+
+
+def resolve_options(project: Project | None, doc_file: Path, front: Source) -> Options:
     """Effective options for one document: defaults < project < directory < document."""
     levels: list[Source] = []
     if project and project.config:
@@ -225,14 +248,19 @@ def resolve_options(project: Project | None, doc_file: Path, front: Source) -> d
             if meta.exists():
                 levels.append(read_yaml_file(meta))
     levels.append(front)
-    merged = copy.deepcopy(REVEALJS_DEFAULTS)
+    merged: dict = copy.deepcopy(REVEALJS_DEFAULTS)
+    origins, others = {}, []
     # `theme` replaces rather than extends the default theme list
     for src in levels:
-        level = _as_format(src)
+        level, formats = _as_format(src)
         if "theme" in level:
             merged["theme"] = []
         merged = merge(merged, level)
-    return merged
+        origins.update({key: (src.file, src.line_of(f"{key}:")) for key in level})
+        others += [(name, src.file, src.line_of(f"{name}:")) for name in formats]
+    opts = Options(merged)
+    opts.origins, opts.other_formats = origins, others
+    return opts
 
 
 def reveal_config(opts: dict) -> dict:

@@ -39,6 +39,7 @@ STRING = Type(lambda v: isinstance(v, str), "a string")
 STRINGS = Type(lambda v: isinstance(v, str) or (isinstance(v, list) and all(isinstance(x, str) for x in v)),
                "a string or a list of strings")
 ANY = Type(lambda v: True, "any value")
+MAPPING = Type(lambda v: isinstance(v, dict), "a mapping")
 
 
 def one_of(*values: Any) -> Type:
@@ -106,7 +107,8 @@ DOCUMENT_OPTIONS: dict[str, Option] = {
     "lang": Option(STRING, None, "meta"),
     "pagetitle": Option(STRING, None, "meta"),
     "footer": Option(STRING, None, "meta"),
-    "title-slide-attributes": Option(Type(lambda v: isinstance(v, dict), "a mapping"), None, "meta"),
+    "menu": Option(BOOL | MAPPING, True),   # the slide menu's button (M works either way)
+    "title-slide-attributes": Option(MAPPING, None, "meta"),
     # reveal.js configuration, as Quarto sets it for revealjs
     "width": Option(NUMBER | STRING, 1050, "reveal"),
     "height": Option(NUMBER | STRING, 700, "reveal"),
@@ -153,6 +155,37 @@ DOCUMENT_OPTIONS: dict[str, Option] = {
     "hide-cursor-time": Option(NUMBER, 5000, "reveal"),
 }
 
+# Quarto's built-in shortcodes (https://quarto.org/docs/authoring/shortcodes.html); only
+# include is implemented here.
+QUARTO_SHORTCODES = ("include", "meta", "var", "env", "pagebreak", "video", "embed", "lipsum",
+                     "placeholder", "kbd", "version", "brand", "contents")
+
+# Output formats Quarto knows beyond pandoc's own (checked with `pandoc --list-output-formats`).
+QUARTO_FORMATS = ("dashboard", "email", "confluence-html", "docusaurus-md", "hugo-md")
+
+# Classes with a meaning without the theme: deckbuild's own markup and Lua filters,
+# reveal.js (fragments, layout helpers) and pandoc (slides, lists, headings).
+IMPLEMENTED_CLASSES = frozenset({
+    # deckbuild (Quarto's markup for cells, callouts, columns, notes, slide variants)
+    "cell", "cell-output", "cell-output-stdout", "cell-output-stderr", "cell-output-display",
+    "cell-output-error", "callout", "callout-note", "callout-tip", "callout-warning",
+    "callout-important", "callout-caution", "columns", "column", "notes", "smaller",
+    "scrollable", "center",
+    # reveal.js: fragments and layout helpers
+    "fragment", "fade-in", "fade-out", "fade-up", "fade-down", "fade-left", "fade-right",
+    "fade-in-then-out", "fade-in-then-semi-out", "semi-fade-out", "current-visible", "grow",
+    "shrink", "strike", "highlight-red", "highlight-green", "highlight-blue",
+    "highlight-current-red", "highlight-current-green", "highlight-current-blue",
+    "r-stretch", "r-fit-text", "r-stack", "r-hstack", "r-vstack", "r-frame", "stretch",
+    # pandoc
+    "incremental", "nonincremental", "unnumbered", "unlisted",
+})
+# Quarto features deckbuild does not implement, even where a theme happens to style the name.
+UNIMPLEMENTED_CLASSES = frozenset({
+    "panel-tabset", "aside", "absolute", "footer", "content-visible", "content-hidden",
+    "nostretch", "column-page", "column-screen", "column-margin",
+})
+
 # Options that hold paths, resolved against the file that declares them.
 PATH_OPTIONS = ("logo", "css", "theme")
 BUILTIN_THEMES = {"default"}
@@ -165,8 +198,12 @@ CELL_ONLY_OPTIONS: dict[str, Type] = {
     "fig-cap": STRING,
     "fig-alt": STRING,
 }
+# Figure options are document-wide for Jupyter: on a cell Quarto's schema tags them
+# `engine: knitr` (src/resources/schema/cell-figure.yml), so they do nothing there.
+FIGURE_OPTIONS = ("fig-width", "fig-height", "fig-dpi", "fig-format")
 CELL_OPTIONS: dict[str, Type] = {
-    **{name: opt.type for name, opt in DOCUMENT_OPTIONS.items() if opt.role == "execute"},
+    **{name: opt.type for name, opt in DOCUMENT_OPTIONS.items()
+       if opt.role == "execute" and name not in FIGURE_OPTIONS},
     **CELL_ONLY_OPTIONS,
 }
 
@@ -176,9 +213,14 @@ CELL_OPTIONS: dict[str, Type] = {
 DECKBUILD_NAMESPACE = "deckbuild"
 DECKBUILD_OPTIONS: dict[str, Option] = {
     # folders put on the kernel's PYTHONPATH, so cells import packages from the checkout
-    "python-path": Option(STRINGS, []),
+    "python-path": Option(STRINGS, [], "folders"),
     # folders whose .py files are part of every cell's cache key
-    "cache-sources": Option(STRINGS, []),
+    "cache-sources": Option(STRINGS, [], "folders"),
+    # run cells with the matplotlib set-up of this Quarto version's setup cell
+    # ("current", or a version such as "1.4.557"; see execute.setup_code)
+    "quarto-version": Option(Type(lambda v: v == "current" or (
+        isinstance(v, str) and re.fullmatch(r"\d+\.\d+(\.\d+)?", v) is not None),
+        'current or a version such as "1.4.557"'), "current", "value"),
 }
 
 

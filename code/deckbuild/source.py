@@ -13,9 +13,9 @@ from pathlib import Path
 
 import yaml
 
-from .errors import DeckError
+from .errors import DeckError, DeckWarning
 from .options import Source, load_yaml
-from .schema import CELL_OPTIONS
+from .schema import CELL_OPTIONS, FIGURE_OPTIONS, QUARTO_SHORTCODES
 
 INCLUDE_RE = re.compile(r"^\s*\{\{<\s*include\s+(?P<path>[^\s>]+)\s*>\}\}\s*$")
 ESCAPED_SHORTCODE_RE = re.compile(r"\{\{</\*(.*?)\*/>\}\}")
@@ -60,6 +60,7 @@ class Document:
     path: Path
     front: Source
     blocks: list = field(default_factory=list)   # Markdown | Cell, in order
+    warnings: list[DeckWarning] = field(default_factory=list)   # every stage adds its own
 
     @property
     def cells(self) -> list[Cell]:
@@ -120,7 +121,11 @@ def _title_of(line: str, slide_level: int) -> str | None:
     return None
 
 
-def parse_cell_options(option_lines: list[Line], file: Path, fence_line: int) -> dict:
+def parse_cell_options(option_lines: list[Line], file: Path, fence_line: int,
+                       warnings: list[DeckWarning]) -> dict:
+    """The cell's ``#|`` options. A value Quarto's schema rejects is an error; an option
+    deckbuild does not implement is a warning (Quarto passes unknown ones on as attributes
+    of the cell's div, src/core/jupyter/jupyter.ts) and is dropped."""
     text = "\n".join(OPTION_LINE_RE.match(l.text).group("text") for l in option_lines)
     first = option_lines[0].lineno if option_lines else fence_line + 1
     try:
@@ -136,13 +141,20 @@ def parse_cell_options(option_lines: list[Line], file: Path, fence_line: int) ->
     for key, value in data.items():
         line = next((l.lineno for l in option_lines
                      if re.match(rf"^#\|\s*{re.escape(str(key))}\s*:", l.text)), first)
+        if key in FIGURE_OPTIONS:
+            warnings.append(DeckWarning(
+                f"cell option '{key}' has no effect on a Jupyter cell in Quarto (knitr only) "
+                "and is ignored; set it for the whole document", file, line))
+            continue
         if key not in CELL_OPTIONS:
-            known = ", ".join(sorted(CELL_OPTIONS))
-            raise DeckError(f"unknown cell option '{key}' (known options: {known})", file, line)
+            warnings.append(DeckWarning(
+                f"cell option '{key}' is not implemented by deckbuild and is ignored "
+                f"(implemented: {', '.join(sorted(CELL_OPTIONS))})", file, line))
+            continue
         if not CELL_OPTIONS[key].check(value):
             raise DeckError(f"cell option '{key}' must be {CELL_OPTIONS[key].expected}, "
                             f"got {value!r}", file, line)
-    return data
+    return {key: value for key, value in data.items() if key in CELL_OPTIONS}
 
 
 def _closing_fence(lines: list[Line], i: int, marker: str, info: str) -> int:
@@ -161,7 +173,8 @@ def _closing_fence(lines: list[Line], i: int, marker: str, info: str) -> int:
     return j
 
 
-def _cell(lines: list[Line], i: int, j: int, index: int, title: str, marker: str) -> Cell:
+def _cell(lines: list[Line], i: int, j: int, index: int, title: str, marker: str,
+          warnings: list[DeckWarning]) -> Cell:
     """The executable cell between the fences at ``lines[i]`` and ``lines[j]``."""
     inner = lines[i + 1:j]
     opt_lines = []
@@ -172,19 +185,22 @@ def _cell(lines: list[Line], i: int, j: int, index: int, title: str, marker: str
     code_lines = inner[len(opt_lines):]
     opening = lines[i]
     return Cell(index=index, code="\n".join(l.text for l in code_lines).strip("\n"),
-                options=parse_cell_options(opt_lines, opening.file, opening.lineno),
+                options=parse_cell_options(opt_lines, opening.file, opening.lineno, warnings),
                 option_lines=[l.text for l in opt_lines], file=opening.file,
                 line=opening.lineno, slide_title=title, fence=marker)
 
 
-def _markdown_line(line: Line) -> Line:
+def _markdown_line(line: Line, warnings: list[DeckWarning]) -> Line:
     """A line of markdown: shortcodes checked, escaped shortcodes unescaped."""
-    m = SHORTCODE_RE.search(ESCAPED_SHORTCODE_RE.sub("", line.text))
-    if m and m.group(1) != "include":
-        raise DeckError(f"unsupported shortcode '{m.group(1)}' (only include is supported)",
-                        line.file, line.lineno)
-    if m and m.group(1) == "include":
-        raise DeckError("an include shortcode must stand alone on its line", line.file, line.lineno)
+    for m in SHORTCODE_RE.finditer(ESCAPED_SHORTCODE_RE.sub("", line.text)):
+        name = m.group(1)
+        if name == "include":
+            raise DeckError("an include shortcode must stand alone on its line",
+                            line.file, line.lineno)
+        what = ("is one of Quarto's shortcodes, not implemented by deckbuild" if name in QUARTO_SHORTCODES
+                else "is not a Quarto shortcode (Quarto warns and prints ?" + name + ")")
+        warnings.append(DeckWarning(f"shortcode '{name}' {what}; the text is left as written",
+                                    line.file, line.lineno))
     return Line(ESCAPED_SHORTCODE_RE.sub(r"{{<\1>}}", line.text), line.file, line.lineno)
 
 
@@ -203,7 +219,7 @@ def parse(path: Path, root: Path, slide_level: int = 2) -> Document:
         fm = FENCE_OPEN_RE.match(lines[i].text)
         if not fm:
             title = _title_of(lines[i].text, slide_level) or title
-            chunk.append(_markdown_line(lines[i]))
+            chunk.append(_markdown_line(lines[i], doc.warnings))
             i += 1
             continue
         marker, info = fm.group("fence"), fm.group("info")
@@ -216,7 +232,7 @@ def parse(path: Path, root: Path, slide_level: int = 2) -> Document:
             if chunk:
                 doc.blocks.append(Markdown(chunk))
                 chunk = []
-            doc.blocks.append(_cell(lines, i, j, len(doc.cells), title, marker))
+            doc.blocks.append(_cell(lines, i, j, len(doc.cells), title, marker, doc.warnings))
         else:
             chunk.extend(lines[i:j + 1])
         i = j + 1

@@ -112,10 +112,12 @@ def test_deckbuild_namespace_defaults_to_nothing(tmp_path):
     ("deckbuild:\n  python-path: [nowhere]\n", 2,
      "folder listed under 'deckbuild: python-path' not found: nowhere"),
     ("deckbuild:\n  cache-source: [code]\n", 2,
-     "unknown option 'deckbuild: cache-source' (known: python-path, cache-sources)"),
+     "unknown option 'deckbuild: cache-source' (known: python-path, cache-sources, quarto-version)"),
     ("deckbuild:\n  python-path: 3\n", 2,
      "option 'deckbuild: python-path' must be a string or a list of strings, got 3"),
     ("deckbuild: [code]\n", 1, "'deckbuild' must be a mapping of options"),
+    ("deckbuild:\n  quarto-version: 1.4\n", 2,
+     "option 'deckbuild: quarto-version' must be current or a version such as \"1.4.557\", got 1.4"),
 ])
 def test_bad_deckbuild_options_name_file_and_line(tmp_path, config, line, message):
     (tmp_path / "_quarto.yml").write_text(config)
