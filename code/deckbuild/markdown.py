@@ -17,6 +17,7 @@ import yaml
 
 from . import schema
 from .cells import coalesce_streams, effective_cell_options, output_text, strip_ansi
+from .errors import DeckWarning
 from .source import Cell, Document, Markdown
 
 # metadata that pandoc's template needs; reveal options travel separately as JSON
@@ -51,7 +52,34 @@ def _code_block(cell: Cell, eff: dict) -> str:
     return f"{fence}{_attr(['python', 'cell-code'], code_line_numbers=cln_attr)}\n{cell.code}\n{fence}"
 
 
-def _output_md(out: dict, cell: Cell, eff: dict, k: int, files_dir: Path, rel_dir: str) -> str:
+IMAGE_MIMES = (("image/svg+xml", "svg"), ("image/png", "png"), ("image/jpeg", "jpg"))
+
+
+def _image_mime(out: dict) -> tuple[str, str] | None:
+    data = out.get("data", {})
+    return next(((mime, ext) for mime, ext in IMAGE_MIMES if mime in data), None)
+
+
+def _image_md(out: dict, image: tuple[str, str], cell: Cell, eff: dict, k: int,
+              files_dir: Path, rel_dir: str, ident: str) -> str:
+    """A figure written beside the markdown and its image link, as Quarto writes it:
+    ``![fig-cap](file){#fig-label width height fig-alt}`` (src/core/jupyter/jupyter.ts,
+    mdImageOutput); the label goes on the image, which makes it a cross-referenced figure."""
+    mime, ext = image
+    stem = eff.get("label") or f"cell-{cell.index + 1}"
+    name = f"{stem}-output-{k}.{ext}"
+    files_dir.mkdir(parents=True, exist_ok=True)
+    raw = output_text(out["data"][mime])
+    (files_dir / name).write_bytes(raw.encode() if ext == "svg" else base64.b64decode(raw))
+    meta = out.get("metadata", {}).get(mime)
+    size = meta if isinstance(meta, dict) else {}
+    attrs = _attr([], ident, width=size.get("width"), height=size.get("height"),
+                  fig_alt=eff.get("fig-alt"))
+    return f"::: {{.cell-output-display}}\n![{eff.get('fig-cap', '')}]({rel_dir}/{name}){attrs}\n:::"
+
+
+def _output_md(out: dict, cell: Cell, eff: dict, k: int, files_dir: Path, rel_dir: str,
+               ident: str = "") -> str:
     kind = out.get("output_type")
     asis = eff.get("output") == "asis"
     if kind == "stream":
@@ -66,23 +94,13 @@ def _output_md(out: dict, cell: Cell, eff: dict, k: int, files_dir: Path, rel_di
         fence = _fence_for(tb)
         return f"::: {{.cell-output .cell-output-error}}\n{fence}\n{tb}\n{fence}\n:::"
     data = out.get("data", {})
-    meta = out.get("metadata", {})
     if asis:
         for mime in ("text/markdown", "text/plain"):
             if mime in data:
                 return output_text(data[mime])
-    for mime, ext in (("image/svg+xml", "svg"), ("image/png", "png"), ("image/jpeg", "jpg")):
-        if mime in data:
-            stem = eff.get("label") or f"cell-{cell.index + 1}"
-            name = f"{stem}-output-{k}.{ext}"
-            files_dir.mkdir(parents=True, exist_ok=True)
-            raw = output_text(data[mime])
-            (files_dir / name).write_bytes(raw.encode() if ext == "svg" else base64.b64decode(raw))
-            size = meta.get(mime, {}) if isinstance(meta.get(mime), dict) else {}
-            cap = eff.get("fig-cap", "")
-            attrs = _attr([], "", width=size.get("width"), height=size.get("height"),
-                          fig_alt=eff.get("fig-alt"))
-            return f"::: {{.cell-output-display}}\n![{cap}]({rel_dir}/{name}){attrs}\n:::"
+    image = _image_mime(out)
+    if image:
+        return _image_md(out, image, cell, eff, k, files_dir, rel_dir, ident)
     if "text/html" in data:
         html = output_text(data["text/html"])
         return f"::: {{.cell-output-display}}\n```{{=html}}\n{html}\n```\n:::"
@@ -97,24 +115,52 @@ def _output_md(out: dict, cell: Cell, eff: dict, k: int, files_dir: Path, rel_di
     return ""
 
 
-def cell_markdown(cell: Cell, outputs: list, doc_opts: dict, files_dir: Path, rel_dir: str) -> str:
+def _figure_ident(cell: Cell, eff: dict, outputs: list, warnings: list[DeckWarning]) -> int | None:
+    """Index of the output that carries the cell's ``fig-`` label, if any. Quarto puts the
+    label on the figure when the cell has one display output (src/core/jupyter/labels.ts,
+    shouldLabelCellContainer); several figures would be subfigures, which deckbuild lacks."""
+    label = eff.get("label") or ""
+    if not label.startswith("fig-"):
+        return None
+    images = [k for k, out in enumerate(outputs) if _image_mime(out)]
+    if not images:
+        warnings.append(DeckWarning(f"cell labelled {label} shows no figure, so there is "
+                                    "nothing to cross-reference", cell.file, cell.line))
+        return None
+    if len(images) > 1:
+        warnings.append(DeckWarning(
+            f"cell labelled {label} shows {len(images)} figures; subfigures are not "
+            "implemented by deckbuild, only the first one is the cross-referenced figure",
+            cell.file, cell.line))
+    return images[0]
+
+
+def _shown_outputs(outputs: list, eff: dict) -> list:
+    """The outputs that appear on the slide (warnings dropped unless `warning: true`)."""
+    return [out for out in coalesce_streams(outputs)
+            if not (out.get("output_type") == "stream" and out.get("name") == "stderr"
+                    and not eff["warning"] and "Warning" in output_text(out.get("text", "")))]
+
+
+def cell_markdown(cell: Cell, outputs: list, doc_opts: dict, files_dir: Path, rel_dir: str,
+                  warnings: list[DeckWarning] | None = None) -> str:
     eff = effective_cell_options(cell, doc_opts)
-    if eff.get("include") is False:
+    if eff["include"] is False:
         return ""
     parts = []
-    if eff.get("echo"):
+    if eff["echo"]:
         parts.append(_code_block(cell, eff))
-    if eff.get("output") is not False:
-        for k, out in enumerate(coalesce_streams(outputs), start=1):
-            if out.get("output_type") == "stream" and out.get("name") == "stderr" \
-                    and not eff.get("warning") and "Warning" in output_text(out.get("text", "")):
-                continue
-            md = _output_md(out, cell, eff, k, files_dir, rel_dir)
+    if eff["output"] is not False:
+        shown = _shown_outputs(outputs, eff)
+        figure = _figure_ident(cell, eff, shown, warnings if warnings is not None else [])
+        for k, out in enumerate(shown, start=1):
+            md = _output_md(out, cell, eff, k, files_dir, rel_dir,
+                            eff["label"] if k - 1 == figure else "")
             if md:
                 parts.append(md)
     if not parts:
         return ""
-    if eff.get("output") == "asis" and not eff.get("echo"):
+    if eff["output"] == "asis" and not eff["echo"]:
         return "\n\n".join(parts)
     classes = ["cell"]
     extra = eff.get("classes") or []
@@ -142,7 +188,7 @@ def write_markdown(doc: Document, outputs: list[list], doc_opts: dict, work_dir:
         if isinstance(block, Markdown):
             chunks.append("\n".join(l.text for l in block.lines))
         else:
-            md = cell_markdown(block, next(cell_iter), doc_opts, files_dir, rel_dir)
+            md = cell_markdown(block, next(cell_iter), doc_opts, files_dir, rel_dir, doc.warnings)
             chunks.append(f"\n{md}\n" if md else "")
     path = work_dir / f"{stem}.md"
     path.write_text("\n".join(chunks) + "\n", encoding="utf-8")

@@ -18,7 +18,7 @@ from .errors import DeckError
 from .options import reveal_config
 from .resources import FILTERS, TEMPLATE, node_package, read_resource
 
-LUA_FILTERS = ["callouts.lua", "cells.lua"]
+LUA_FILTERS = ["callouts.lua", "figures.lua", "cells.lua"]
 
 
 def pandoc_path() -> str:
@@ -27,14 +27,21 @@ def pandoc_path() -> str:
     return pypandoc.get_pandoc_path()
 
 
+# The reveal.js plugins Quarto's revealjs format turns on by default that a presenter
+# uses: speaker notes (S), search (Ctrl-Shift-F), zoom (Alt-click) from reveal.js itself,
+# and a slide menu (M) of our own in place of Quarto's bundled menu plugin.
+PLUGINS = ["RevealNotes", "RevealSearch", "RevealZoom", "DeckbuildMenu"]
+
+
 def init_script(opts: dict, extra_js: str = "") -> str:
     """The script that starts reveal.js: our helpers, then Reveal.initialize(config)."""
     config = reveal_config(opts)
-    helpers = read_resource("deckbuild.js")
+    config["deckbuildMenu"] = {"openButton": opts["menu"] is not False}
+    helpers = read_resource("deckbuild.js") + "\n" + read_resource("menu.js")
     config_json = json.dumps(config, indent=1).replace("</", "<\\/")
     return (f"<script>\n{helpers}\n</script>\n<script>\n"
             f"const deckbuildConfig = {config_json};\n"
-            "deckbuildConfig.plugins = [RevealNotes, RevealSearch, RevealZoom];\n"
+            f"deckbuildConfig.plugins = [{', '.join(PLUGINS)}];\n"
             "window.deckbuildRegister(Reveal);\n"
             "Reveal.initialize(deckbuildConfig);\n"
             f"</script>\n{extra_js}")
