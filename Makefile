@@ -49,9 +49,10 @@ deck: deck-setup
 preview: deck-setup
 	$(PY) -m deckbuild preview --no-browser
 
-# The browser tests of the renderer are part of the suite, so tests need the deck set-up.
+# The browser tests of the renderer are part of the suite, so tests need the deck set-up;
+# DECK_TOOLCHAIN=required makes a missing piece fail the deck tests instead of skipping them.
 test: setup deck-setup
-	$(PY) -m pytest
+	DECK_TOOLCHAIN=required $(PY) -m pytest
 
 bench: setup
 	$(PY) benchmarks/bench_speed.py

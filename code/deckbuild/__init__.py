@@ -4,7 +4,9 @@ Stages (one module each): ``options`` (read and merge _quarto.yml and front matt
 ``source`` (includes, cells, cell options), ``execute`` (Jupyter kernel and cache),
 ``markdown`` (Quarto's intermediate markdown), ``theme`` (dart-sass layering),
 ``pandoc`` (reveal.js HTML), ``browser`` (PDF, screenshots, checks in Chromium);
-``build`` ties them together and ``cli`` is the command line.
+``build`` ties them together, ``cli`` is the command line and ``preview`` its server.
+Shared pieces: ``schema`` (every option, its type and default), ``cells`` (a cell's
+effective options and cleaned outputs), ``resources`` (our files and the npm packages).
 """
 
 __version__ = "0.1.0"

@@ -8,13 +8,11 @@ import contextlib
 import os
 import shutil
 import tempfile
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import DeckError
-
-RESOURCES = Path(__file__).parent / "resources"
+from .resources import read_resource
 CHROMIUM = os.environ.get("DECKBUILD_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                   "--disable-background-networking", "--disable-component-update", "--disable-sync"]
@@ -121,7 +119,7 @@ def check_deck(html: Path, screenshots: Path | None = None, ctx=None,
     with (contextlib.nullcontext(ctx) if ctx else browser()) as c:
         _block_network(c, report)
         page = _open(c, html.resolve().as_uri(), report)
-        page.add_script_tag(content=(RESOURCES / "checks.js").read_text())
+        page.add_script_tag(content=read_resource("checks.js"))
         # screenshots and measurements must not catch a fragment half-way through its fade
         page.add_style_tag(content="*, *::before, *::after { transition: none !important; "
                                    "animation: none !important; }")

@@ -13,11 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from . import __version__, browser, execute, markdown, pandoc, source, theme
-from .errors import DeckError
+from . import __version__, browser, execute, markdown, pandoc, resources, source, strict, theme
+from .errors import DeckWarning
 from .options import Project, find_project_root, load_project, resolve_options
-
-RESOURCES = Path(__file__).parent / "resources"
 
 
 @dataclass
@@ -34,17 +32,47 @@ class BuildResult:
     pdf: Path | None
     timings: dict = field(default_factory=dict)
     up_to_date: bool = False
+    warnings: list[DeckWarning] = field(default_factory=list)
 
 
 class Progress:
     def __init__(self, emit: Callable[[str], None]):
         self.emit = emit
         self.timings: dict[str, float] = {}
+        self.start = time.perf_counter()
 
     def step(self, name: str, t0: float, note: str = "") -> None:
         dt = time.perf_counter() - t0
         self.timings[name] = self.timings.get(name, 0.0) + dt
         self.emit(f"  {name:<9} {dt:6.2f}s{('  ' + note) if note else ''}")
+
+    def total(self) -> None:
+        self.emit(f"  total     {time.perf_counter() - self.start:6.2f}s")
+
+
+@dataclass
+class Job:
+    """One document's build: where it is, where its pieces go, what was made so far."""
+
+    path: Path
+    project: Project | None
+    settings: BuildSettings
+    progress: Progress
+
+    @property
+    def root(self) -> Path:
+        return self.project.root if self.project else self.path.parent
+
+    @property
+    def rel(self) -> Path:
+        return self.path.relative_to(self.root)
+
+    @property
+    def cache_root(self) -> Path:
+        return self.root / ".cache" / "deckbuild"
+
+    def shown(self, path: Path) -> str:
+        return str(path.relative_to(self.root)) if path.is_relative_to(self.root) else str(path)
 
 
 def output_paths(path: Path, project: Project | None) -> tuple[Path, Path]:
@@ -68,103 +96,109 @@ def _hash_files(h, paths) -> None:
                     h.update(str(f).encode() + f.read_bytes())
 
 
-def build_document(path: Path, settings: BuildSettings, emit: Callable[[str], None] = print,
-                   project: Project | None = None) -> BuildResult:
-    path = Path(path).resolve()
-    root_dir = find_project_root(path)
-    if project is None and root_dir is not None:
-        project = load_project(root_dir)
-    root = project.root if project else path.parent
-    tool_root = find_tool_root(root)
-    cache_root = root / ".cache" / "deckbuild"
-    rel = path.relative_to(root)
-    progress = Progress(emit)
-    start = time.perf_counter()
-    emit(f"[deckbuild] {rel}")
-
+def _read(job: Job) -> tuple[source.Document, dict, list[Path]]:
     t = time.perf_counter()
-    doc = source.parse(path, root)
-    opts = resolve_options(project, path, doc.front)
-    if int(opts.get("slide-level", 2)) != 2:
-        doc = source.parse(path, root, int(opts["slide-level"]))
-    resources = source.check_resources(doc)
-    progress.step("read", t, f"{len(doc.cells)} cells")
+    doc = source.parse(job.path, job.root)
+    opts = resolve_options(job.project, job.path, doc.front)
+    if opts["slide-level"] != 2:
+        doc = source.parse(job.path, job.root, opts["slide-level"])
+    images = source.check_resources(doc)
+    doc.warnings += strict.check_options(opts, job.path) + strict.check_formats(opts)
+    doc.warnings += strict.check_crossrefs(doc)
+    job.progress.step("read", t, f"{len(doc.cells)} cells")
+    return doc, opts, images
 
+
+def _execute(job: Job, doc: source.Document, opts: dict) -> list[list]:
     t = time.perf_counter()
-    outputs, stats = execute.execute(doc, opts, root, cache_root / "cells", settings.use_cache,
-                                     emit)
+    project = job.project
+    kernel = execute.KernelSettings(
+        python_path=tuple(project.python_path) if project else (),
+        cache_sources=tuple(project.cache_sources) if project else (),
+        quarto_version=project.quarto_version if project else "current")
+    outputs, stats = execute.execute(doc, opts, job.cache_root / "cells", job.settings.use_cache,
+                                     job.progress.emit, kernel)
     note = ("all cached" if stats["cached"] and stats["cached"] == stats["cells"]
             else f"{stats['cells']} cells run")
-    progress.step("execute", t, note)
+    job.progress.step("execute", t, note)
+    return outputs
 
-    t = time.perf_counter()
-    work = cache_root / "work" / rel.with_suffix("")
-    md = markdown.write_markdown(doc, outputs, opts, work)
-    progress.step("markdown", t, str(md.relative_to(root)))
 
-    t = time.perf_counter()
-    css, cached = theme.compile_theme(opts.get("theme") or ["default"], tool_root,
-                                      cache_root / "theme")
-    progress.step("theme", t, "cached" if cached else "compiled")
-
-    html, pdf = output_paths(path, project)
-    html.parent.mkdir(parents=True, exist_ok=True)
-    init_text = pandoc.init_script(opts, settings.extra_js)
+def _fingerprint(job: Job, md: Path, css: Path, opts: dict, images: list[Path],
+                 node_modules: Path) -> str:
+    """Everything the HTML and PDF are made from; equal fingerprints mean nothing to redo."""
     h = hashlib.sha256()
-    h.update(f"{__version__}|{settings.html_only}|{json.dumps(opts, sort_keys=True, default=str)}".encode())
-    h.update(md.read_bytes() + init_text.encode())
-    _hash_files(h, [css, RESOURCES / "template.html", RESOURCES / "filters", *resources,
-                    md.parent / f"{path.stem}_files",
-                    tool_root / "node_modules" / "reveal.js" / "package.json",
-                    tool_root / "node_modules" / "katex" / "package.json"])
+    h.update(f"{__version__}|{job.settings.html_only}|"
+             f"{json.dumps(opts, sort_keys=True, default=str)}".encode())
+    h.update(md.read_bytes() + pandoc.init_script(opts, job.settings.extra_js).encode())
+    _hash_files(h, [css, resources.TEMPLATE, resources.FILTERS, *images,
+                    md.parent / f"{job.path.stem}_files", *(opts.get("css") or []),
+                    node_modules / "reveal.js" / "package.json",
+                    node_modules / "katex" / "package.json"])
     if opts.get("logo"):
         _hash_files(h, [opts["logo"]])
-    fingerprint = h.hexdigest()
-    stamp = cache_root / "builds" / (str(rel).replace(os.sep, "__") + ".json")
-    if settings.use_cache and stamp.exists() and html.exists() and (settings.html_only or pdf.exists()):
-        if json.loads(stamp.read_text()).get("fingerprint") == fingerprint:
-            emit(f"  up to date: {html.relative_to(root) if html.is_relative_to(root) else html}")
-            total = time.perf_counter() - start
-            emit(f"  total     {total:6.2f}s")
-            return BuildResult(path, html, None if settings.html_only else pdf,
-                               progress.timings, up_to_date=True)
+    return h.hexdigest()
 
+
+def _write_outputs(job: Job, md: Path, css: Path, opts: dict, node_modules: Path,
+                   html: Path, pdf: Path) -> None:
+    """pandoc (and the PDF) into temporary files, moved into place only on success."""
     tmp_html = html.with_name(f".{html.stem}.partial.html")
     tmp_pdf = pdf.with_name(f".{pdf.stem}.partial.pdf")
     try:
         t = time.perf_counter()
-        pandoc.run_pandoc(md, tmp_html, css, opts, tool_root, path.parent, work, settings.extra_js)
-        progress.step("pandoc", t, f"{tmp_html.stat().st_size / 1e6:.1f} MB")
-        if not settings.html_only:
+        pandoc.run_pandoc(md, tmp_html, css, opts, node_modules, job.path.parent, md.parent,
+                          job.settings.extra_js)
+        job.progress.step("pandoc", t, f"{tmp_html.stat().st_size / 1e6:.1f} MB")
+        if not job.settings.html_only:
             t = time.perf_counter()
             browser.print_pdf(tmp_html, tmp_pdf)
-            progress.step("pdf", t, f"{browser.pdf_pages(tmp_pdf)} pages")
+            job.progress.step("pdf", t, f"{browser.pdf_pages(tmp_pdf)} pages")
             os.replace(tmp_pdf, pdf)
         os.replace(tmp_html, html)
     finally:
         for tmp in (tmp_html, tmp_pdf):
             if tmp.exists():
                 tmp.unlink()
+
+
+def build_document(path: Path, settings: BuildSettings, emit: Callable[[str], None] = print,
+                   project: Project | None = None) -> BuildResult:
+    path = Path(path).resolve()
+    if project is None and (root_dir := find_project_root(path)) is not None:
+        project = load_project(root_dir)
+    job = Job(path, project, settings, Progress(emit))
+    emit(f"[deckbuild] {job.rel}")
+    doc, opts, images = _read(job)
+    outputs = _execute(job, doc, opts)
+
+    t = time.perf_counter()
+    md = markdown.write_markdown(doc, outputs, opts, job.cache_root / "work" / job.rel.with_suffix(""))
+    job.progress.step("markdown", t, job.shown(md))
+
+    node_modules = resources.find_node_modules(job.root)
+    t = time.perf_counter()
+    css, cached = theme.compile_theme(opts["theme"], node_modules, job.cache_root / "theme")
+    job.progress.step("theme", t, "cached" if cached else "compiled")
+    doc.warnings += strict.check_classes(doc, css.read_text(encoding="utf-8"))
+    for warning in doc.warnings:
+        emit(f"  {warning}")
+
+    html, pdf = output_paths(path, project)
+    html.parent.mkdir(parents=True, exist_ok=True)
+    fingerprint = _fingerprint(job, md, css, opts, images, node_modules)
+    stamp = job.cache_root / "builds" / (str(job.rel).replace(os.sep, "__") + ".json")
+    result = BuildResult(path, html, None if settings.html_only else pdf, job.progress.timings,
+                         warnings=doc.warnings)
+    if (settings.use_cache and stamp.exists() and html.exists() and (settings.html_only or pdf.exists())
+            and json.loads(stamp.read_text()).get("fingerprint") == fingerprint):
+        emit(f"  up to date: {job.shown(html)}")
+        job.progress.total()
+        result.up_to_date = True
+        return result
+    _write_outputs(job, md, css, opts, node_modules, html, pdf)
     stamp.parent.mkdir(parents=True, exist_ok=True)
     stamp.write_text(json.dumps({"fingerprint": fingerprint}))
-    shown = [str(p.relative_to(root)) if p.is_relative_to(root) else str(p)
-             for p in ([html] if settings.html_only else [html, pdf])]
-    emit(f"  wrote {', '.join(shown)}")
-    emit(f"  total     {time.perf_counter() - start:6.2f}s")
-    return BuildResult(path, html, None if settings.html_only else pdf, progress.timings)
-
-
-def find_tool_root(root: Path) -> Path:
-    """Where node_modules/ lives: the project root, or the nearest parent that has it."""
-    for directory in [root, *root.parents]:
-        if (directory / "node_modules").is_dir():
-            return directory
-    here = Path(__file__).resolve().parents[2]
-    if (here / "node_modules").is_dir():
-        return here
-    return root
-
-
-def project_documents(root: Path) -> tuple[Project, list[Path]]:
-    project = load_project(root)
-    return project, project.render
+    emit(f"  wrote {', '.join(job.shown(p) for p in ([html] if settings.html_only else [html, pdf]))}")
+    job.progress.total()
+    return result

@@ -3,19 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import functools
-import http.server
-import json
-import os
 import signal
 import sys
-import threading
 import time
-import webbrowser
 from pathlib import Path
 
 from . import execute
-from .build import BuildSettings, build_document, find_tool_root, output_paths
+from .build import BuildSettings, build_document, output_paths
 from .errors import DeckError
 from .options import find_project_root, load_project
 
@@ -84,100 +78,11 @@ def cmd_check(args) -> int:
     return 1 if failures else 0
 
 
-class _PreviewState:
-    version = 0
-    error = ""
-
-
-def _watched_files(root: Path) -> dict[str, float]:
-    out = {}
-    for pattern in ("**/*.qmd", "**/*.yml", "**/*.scss", "**/*.py", "**/*.svg", "**/*.png",
-                    "**/*.jpg", "**/*.md"):
-        for f in root.glob(pattern):
-            parts = f.relative_to(root).parts
-            if parts[0] in ("node_modules", ".venv", ".git", ".cache") or \
-                    parts[0].startswith("_output") or "__pycache__" in parts:
-                continue
-            try:
-                out[str(f)] = f.stat().st_mtime
-            except OSError:
-                pass
-    return out
-
-
-LIVE_RELOAD_JS = """<script>
-(function () {
-  if (!location.protocol.startsWith("http")) return;   // only when served by preview
-  let seen = null;
-  setInterval(function () {
-    fetch('/__deckbuild/version').then(r => r.json()).then(v => {
-      if (seen !== null && v.version !== seen) location.reload();
-      seen = v.version;
-    }).catch(() => {});
-  }, 700);
-})();
-</script>"""
-
-
 def cmd_preview(args) -> int:
-    targets = _targets(args.paths)
-    doc, project = targets[0]
-    root = project.root if project else doc.parent
-    settings = BuildSettings(html_only=True, use_cache=not args.no_cache, extra_js=LIVE_RELOAD_JS)
-    state = _PreviewState()
+    from . import preview
 
-    def rebuild():
-        try:
-            for d, p in targets:
-                build_document(d, settings, emit, p)
-            state.error = ""
-        except DeckError as exc:
-            state.error = str(exc)
-            emit(f"\nERROR {exc}")
-        state.version += 1
-
-    rebuild()
-    html, _ = output_paths(doc, project)
-    serve_dir = html.parent if project is None else project.output_dir
-
-    class Handler(http.server.SimpleHTTPRequestHandler):
-        def do_GET(self):  # noqa: N802
-            if self.path.startswith("/__deckbuild/version"):
-                body = json.dumps({"version": state.version, "error": state.error}).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Cache-Control", "no-store")
-                self.end_headers()
-                self.wfile.write(body)
-                return
-            super().do_GET()
-
-        def log_message(self, *a):
-            pass
-
-    server = http.server.ThreadingHTTPServer(
-        ("127.0.0.1", args.port), functools.partial(Handler, directory=str(serve_dir)))
-    url = f"http://127.0.0.1:{server.server_address[1]}/{html.relative_to(serve_dir).as_posix()}"
-    emit(f"[deckbuild] preview at {url}  (watching {root}; Ctrl-C to stop)")
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    if not args.no_browser:
-        try:
-            webbrowser.open(url)
-        except Exception:  # noqa: BLE001
-            pass
-    seen = _watched_files(root)
-    try:
-        while True:
-            time.sleep(0.5)
-            now = _watched_files(root)
-            if now != seen:
-                changed = sorted(set(now.items()) ^ set(seen.items()))
-                emit(f"[deckbuild] changed: {Path(changed[0][0]).relative_to(root)}")
-                seen = now
-                rebuild()
-                seen = _watched_files(root)
-    finally:
-        server.shutdown()
+    return preview.serve(_targets(args.paths), args.port, not args.no_browser,
+                         not args.no_cache, emit)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,7 +1,9 @@
-"""The one error type the renderer raises for bad input: it always names a file and a line."""
+"""The error the renderer raises for bad input and the warning it prints for what it does
+not implement; both name a file and a line."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 
@@ -28,3 +30,17 @@ class DeckError(Exception):
         loc = self.location()
         head = f"{loc}: {self.message}" if loc else self.message
         return f"{head}\n{self.detail}" if self.detail else head
+
+
+@dataclass(frozen=True)
+class DeckWarning:
+    """Something in the sources deckbuild does not implement the way Quarto would, or
+    that Quarto itself warns about; reported as ``file:line: warning: message``."""
+
+    message: str
+    file: str | Path | None = None
+    line: int | None = None
+
+    def __str__(self) -> str:
+        where = f"{self.file}:{self.line}" if self.file and self.line else str(self.file or "")
+        return f"{where}: warning: {self.message}" if where else f"warning: {self.message}"

@@ -1,8 +1,9 @@
 """Stage 2: execute the document's Python cells in one Jupyter kernel, with a cache.
 
 Each cell's cache key hashes its source and effective options, the keys of every cell
-before it (so a changed cell invalidates everything after it), the source of the Python
-packages under ``code/`` that cells import, and this module's execution-setup version.
+before it (so a changed cell invalidates everything after it), the ``.py`` files under the
+project's ``deckbuild: cache-sources`` folders (the packages cells import), and this
+module's execution-setup version.
 When every key is in the cache no kernel starts at all. Otherwise the whole document runs
 again in a fresh kernel (later cells may depend on state built by earlier ones).
 """
@@ -13,47 +14,40 @@ import asyncio
 import hashlib
 import json
 import os
-import re
 import shutil
 import signal
 import tempfile
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from .cells import effective_cell_options, strip_ansi
 from .errors import DeckError
 from .source import Cell, Document
 
-EXEC_VERSION = "2"   # bump when the kernel set-up below changes what cells produce
-ANSI_RE = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
-
-CELL_EXEC_KEYS = ("echo", "eval", "output", "include", "error", "warning")
+EXEC_VERSION = "4"   # bump when the kernel set-up below changes what cells produce
 
 
-def effective_cell_options(cell: Cell, doc_opts: dict) -> dict:
-    """Document-level defaults (echo, eval, ..., fig-width) under the cell's own options."""
-    eff = {k: doc_opts.get(k) for k in CELL_EXEC_KEYS}
-    eff["fig-width"] = doc_opts.get("fig-width", 10)
-    eff["fig-height"] = doc_opts.get("fig-height", 5)
-    eff["code-line-numbers"] = doc_opts.get("code-line-numbers", True)
-    eff["output-location"] = doc_opts.get("output-location", "default")
-    eff.update(cell.options)
-    if eff.get("include") is False:
-        eff["echo"] = False
-    return eff
+@dataclass(frozen=True)
+class KernelSettings:
+    """Where cells find their imports, and what else invalidates the cache."""
+
+    python_path: tuple[Path, ...] = ()     # prepended to the kernel's PYTHONPATH
+    cache_sources: tuple[Path, ...] = ()   # folders whose .py files are part of the key
+    quarto_version: str = "current"        # whose setup cell the kernel runs first
 
 
-def package_hash(root: Path) -> str:
-    """Hash of every .py file of the packages under ``code/`` (except this renderer)."""
+def source_hash(folders) -> str:
+    """Hash of every .py file under ``folders`` (the packages the cells import)."""
     h = hashlib.sha256()
-    code = root / "code"
-    if code.is_dir():
-        for path in sorted(code.rglob("*.py")):
-            rel = path.relative_to(code)
-            if rel.parts[0] == "deckbuild" or "__pycache__" in rel.parts:
+    for folder in sorted(map(Path, folders)):
+        for path in sorted(folder.rglob("*.py")):
+            rel = path.relative_to(folder)
+            if "__pycache__" in rel.parts:
                 continue
-            h.update(str(rel).encode() + b"\0" + path.read_bytes() + b"\0")
+            h.update(f"{folder.name}/{rel}".encode() + b"\0" + path.read_bytes() + b"\0")
     return h.hexdigest()
 
 
@@ -93,44 +87,53 @@ class Cache:
         os.replace(tmp, path)
 
 
-def _setup_code(doc_opts: dict) -> str:
-    w, h = doc_opts.get("fig-width", 10), doc_opts.get("fig-height", 5)
-    dpi = doc_opts.get("fig-dpi", 96)
-    fmt = doc_opts.get("fig-format", "retina")
-    # Like Quarto's setup cell: activate the inline backend so that a bare
-    # matplotlib Figure (made without pyplot) displays as an image, not as its repr.
+def _version(text: str) -> tuple[int, ...]:
+    return (10**6,) if text == "current" else tuple(int(x) for x in text.split("."))
+
+
+def setup_code(doc_opts: dict, quarto_version: str = "current") -> str:
+    """The matplotlib part of Quarto's Python setup cell, as the given Quarto version runs
+    it (src/resources/jupyter/lang/python/setup.py): pyplot's figure size and dpi from the
+    document's options, then the inline backend's formats with ``set_matplotlib_formats``.
+    Until 1.7.32 that function is imported from ``IPython.display`` only; IPython 9
+    removed it, the ImportError is swallowed, and a bare ``Figure`` then displays as
+    text. From 1.7.33 it comes from ``matplotlib_inline.backend_inline`` first.
+    Before 1.5.33 ``savefig.dpi`` is the document's dpi, later ``"figure"``. The cell ends
+    with ``%reset``, as Quarto's does, so cells cannot rely on its names."""
+    version = _version(quarto_version)
+    savefig_dpi = repr("figure") if version >= (1, 5, 33) else doc_opts["fig-dpi"]
+    formats_import = (
+        "  try:\n"
+        "    from matplotlib_inline.backend_inline import set_matplotlib_formats\n"
+        "  except ImportError:\n"
+        "    from IPython.display import set_matplotlib_formats\n"
+        if version >= (1, 7, 33) else
+        "  from IPython.display import set_matplotlib_formats\n")
     return (
         "try:\n"
-        "    import matplotlib_inline\n"
-        "    get_ipython().run_line_magic('matplotlib', 'inline')\n"
-        "except ImportError:\n"
-        "    pass\n"
-        f"%config InlineBackend.figure_formats = [{fmt!r}]\n"
-        f"%config InlineBackend.rc = {{'figure.figsize': ({w}, {h}), 'figure.dpi': {dpi}, "
-        f"'savefig.dpi': {dpi}}}\n"
-        "import warnings as _deckbuild_warnings\n"
+        "  import matplotlib.pyplot as plt\n"
+        f"  plt.rcParams['figure.figsize'] = ({doc_opts['fig-width']}, {doc_opts['fig-height']})\n"
+        f"  plt.rcParams['figure.dpi'] = {doc_opts['fig-dpi']}\n"
+        f"  plt.rcParams['savefig.dpi'] = {savefig_dpi}\n"
+        f"{formats_import}"
+        f"  set_matplotlib_formats({doc_opts['fig-format']!r})\n"
+        "except Exception:\n"
+        "  pass\n"
+        # like Quarto's, the set-up leaves no names behind for the cells to rely on
+        "%reset -f\n"
     )
 
 
 def _pre_cell(eff: dict) -> str:
-    code = ""
-    if not eff.get("warning"):
-        code += ("_deckbuild_wctx = _deckbuild_warnings.catch_warnings()\n"
-                 "_deckbuild_wctx.__enter__()\n_deckbuild_warnings.simplefilter('ignore')\n")
-    if "fig-width" in eff or "fig-height" in eff:
-        code += ("import matplotlib as _deckbuild_mpl\n"
-                 "_deckbuild_figsize = _deckbuild_mpl.rcParams['figure.figsize']\n"
-                 f"_deckbuild_mpl.rcParams['figure.figsize'] = ({eff['fig-width']}, {eff['fig-height']})\n")
-    return code
+    if eff["warning"]:
+        return ""
+    return ("import warnings as _deckbuild_warnings\n"
+            "_deckbuild_wctx = _deckbuild_warnings.catch_warnings()\n"
+            "_deckbuild_wctx.__enter__()\n_deckbuild_warnings.simplefilter('ignore')\n")
 
 
 def _post_cell(eff: dict) -> str:
-    code = ""
-    if not eff.get("warning"):
-        code += "_deckbuild_wctx.__exit__(None, None, None)\n"
-    if "fig-width" in eff or "fig-height" in eff:
-        code += "_deckbuild_mpl.rcParams['figure.figsize'] = _deckbuild_figsize\n"
-    return code
+    return "" if eff["warning"] else "_deckbuild_wctx.__exit__(None, None, None)\n"
 
 
 def _error_of(outputs: list) -> dict | None:
@@ -138,7 +141,7 @@ def _error_of(outputs: list) -> dict | None:
 
 
 def _raise_cell_error(cell: Cell, err: dict) -> None:
-    tb = ANSI_RE.sub("", "\n".join(err.get("traceback", [])))
+    tb = strip_ansi("\n".join(err.get("traceback", [])))
     detail = (f"  slide: {cell.slide_title or '(untitled)'}\n"
               f"  cell source:\n" + "\n".join("    " + l for l in cell.code.splitlines()) +
               "\n  traceback:\n" + "\n".join("    " + l for l in tb.splitlines()))
@@ -159,16 +162,60 @@ def _kill_group(pid: int | None) -> None:
                 pass
 
 
-async def _run_kernel(doc: Document, doc_opts: dict, root: Path, effs: list[dict],
-                      progress: Callable[[str], None]) -> list[list]:
+def kernel_env(settings: KernelSettings) -> dict:
+    """The kernel's environment: the project's python-path first on PYTHONPATH, and the
+    inline matplotlib backend forced as Quarto forces it (src/execute/jupyter/jupyter-kernel.ts)."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(
+        filter(None, [*map(str, settings.python_path), env.get("PYTHONPATH")]))
+    env["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"
+    env.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
+    return env
+
+
+async def _run_cell(client, cell: Cell, eff: dict, total: int, progress) -> list:
+    """Run one cell (with its option set-up around it); return its outputs as JSON data."""
+    import nbformat
+
+    t = time.perf_counter()
+    progress(f"  cell {cell.index + 1}/{total} {cell.file.name}:{cell.line} "
+             f"[{cell.slide_title[:40]}] ...", end="")
+    pre = _pre_cell(eff)
+    if pre:
+        await client.async_execute_cell(nbformat.v4.new_code_cell(pre), 0)
+    nbcell = nbformat.v4.new_code_cell(cell.code)
+    await client.async_execute_cell(nbcell, 0)
+    post = _post_cell(eff)
+    if post:
+        await client.async_execute_cell(nbformat.v4.new_code_cell(post), 0)
+    outputs = json.loads(json.dumps([dict(o) for o in nbcell.outputs], default=str))
+    progress(f" {time.perf_counter() - t:.2f}s")
+    err = _error_of(outputs)
+    if err and not eff.get("error"):
+        _raise_cell_error(cell, err)
+    return outputs
+
+
+async def _shutdown(client, km, pid, sock_dir: Path) -> None:
+    try:
+        if client.kc is not None:
+            client.kc.stop_channels()
+        if km.has_kernel:
+            await asyncio.wait_for(km.shutdown_kernel(now=True), 5)
+    except BaseException:  # noqa: BLE001 - shutting down must not mask the real error
+        pass
+    finally:
+        _kill_group(pid)
+        _KERNEL_PIDS.discard(pid)
+        shutil.rmtree(sock_dir, ignore_errors=True)
+
+
+async def _run_kernel(doc: Document, doc_opts: dict, settings: KernelSettings,
+                      effs: list[dict], progress: Callable[[str], None]) -> list[list]:
     import nbformat
     from jupyter_client.manager import AsyncKernelManager
     from nbclient import NotebookClient
 
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(root / "code"), env.get("PYTHONPATH")]))
-    env["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"
-    env.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
     km = AsyncKernelManager(kernel_name="python3", transport="ipc")
     # ipc sockets are files: give them an absolute home (the kernel runs in the doc's dir)
     sock_dir = Path(tempfile.mkdtemp(prefix="deckbuild-kernel-"))
@@ -181,47 +228,20 @@ async def _run_kernel(doc: Document, doc_opts: dict, root: Path, effs: list[dict
     pid = None
     t0 = time.perf_counter()
     try:
-        await km.start_kernel(cwd=str(doc.path.parent), env=env)
+        await km.start_kernel(cwd=str(doc.path.parent), env=kernel_env(settings))
         pid = getattr(km.provisioner, "pid", None)
         _KERNEL_PIDS.add(pid)
         await client.async_start_new_kernel_client()
-        setup = nbformat.v4.new_code_cell(_setup_code(doc_opts))
-        await client.async_execute_cell(setup, 0)
+        setup = setup_code(doc_opts, settings.quarto_version)
+        await client.async_execute_cell(nbformat.v4.new_code_cell(setup), 0)
         progress(f"  kernel ready (pid {pid}) {time.perf_counter() - t0:.2f}s")
         for cell, eff in zip(doc.cells, effs):
             if eff.get("eval") is False:
                 results.append([])
-                continue
-            t = time.perf_counter()
-            progress(f"  cell {cell.index + 1}/{len(effs)} {cell.file.name}:{cell.line} "
-                     f"[{cell.slide_title[:40]}] ...", end="")
-            pre = _pre_cell(eff)
-            if pre:
-                await client.async_execute_cell(nbformat.v4.new_code_cell(pre), 0)
-            nbcell = nbformat.v4.new_code_cell(cell.code)
-            await client.async_execute_cell(nbcell, 0)
-            post = _post_cell(eff)
-            if post:
-                await client.async_execute_cell(nbformat.v4.new_code_cell(post), 0)
-            outputs = [dict(o) for o in nbcell.outputs]
-            outputs = json.loads(json.dumps(outputs, default=str))
-            progress(f" {time.perf_counter() - t:.2f}s")
-            err = _error_of(outputs)
-            if err and not eff.get("error"):
-                _raise_cell_error(cell, err)
-            results.append(outputs)
+            else:
+                results.append(await _run_cell(client, cell, eff, len(effs), progress))
     finally:
-        try:
-            if client.kc is not None:
-                client.kc.stop_channels()
-            if km.has_kernel:
-                await asyncio.wait_for(km.shutdown_kernel(now=True), 5)
-        except BaseException:  # noqa: BLE001 - shutting down must not mask the real error
-            pass
-        finally:
-            _kill_group(pid)
-            _KERNEL_PIDS.discard(pid)
-            shutil.rmtree(sock_dir, ignore_errors=True)
+        await _shutdown(client, km, pid, sock_dir)
     return results
 
 
@@ -243,21 +263,22 @@ def kill_kernels() -> None:
         _kill_group(pid)
 
 
-def execute(doc: Document, doc_opts: dict, root: Path, cache_dir: Path, use_cache: bool,
-            progress: Callable[[str], None]) -> tuple[list[list], dict]:
+def execute(doc: Document, doc_opts: dict, cache_dir: Path, use_cache: bool,
+            progress: Callable[[str], None],
+            settings: KernelSettings = KernelSettings()) -> tuple[list[list], dict]:
     """Outputs for each cell (in order), and statistics for the progress report."""
     cells = doc.cells
     if not cells:
         return [], {"cells": 0, "cached": 0}
     effs = [effective_cell_options(c, doc_opts) for c in cells]
-    keys = cell_keys(doc, doc_opts, package_hash(root))
+    keys = cell_keys(doc, doc_opts, source_hash(settings.cache_sources) + settings.quarto_version)
     cache = Cache(cache_dir)
     if use_cache:
         hits = [cache.get(k) for k in keys]
         if all(h is not None for h in hits):
             return hits, {"cells": len(cells), "cached": len(cells)}
     try:
-        results = asyncio.run(_run_kernel(doc, doc_opts, root, effs, progress))
+        results = asyncio.run(_run_kernel(doc, doc_opts, settings, effs, progress))
     except BaseException:
         if _INTERRUPTED:   # whatever nbclient made of the interrupt, it was one
             raise KeyboardInterrupt from None

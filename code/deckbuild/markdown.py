@@ -10,18 +10,18 @@ as attributes for the Lua filters, as Quarto does.
 from __future__ import annotations
 
 import base64
-import json
 import re
 from pathlib import Path
 
 import yaml
 
-from .execute import ANSI_RE, effective_cell_options
+from . import schema
+from .cells import coalesce_streams, effective_cell_options, output_text, strip_ansi
+from .errors import DeckWarning
 from .source import Cell, Document, Markdown
 
 # metadata that pandoc's template needs; reveal options travel separately as JSON
-META_KEYS = ("title", "subtitle", "author", "date", "institute", "lang", "footer",
-             "title-slide-attributes", "abstract")
+META_KEYS = schema.names_with_role("meta")
 
 
 def _fence_for(text: str, minimum: int = 3) -> str:
@@ -41,7 +41,7 @@ def _attr(classes: list[str], ident: str = "", **kv) -> str:
 
 
 def _code_block(cell: Cell, eff: dict) -> str:
-    cln = eff.get("code-line-numbers", True)
+    cln = eff["code-line-numbers"]
     cln_attr = str(cln).lower() if isinstance(cln, bool) else str(cln)
     if eff.get("echo") == "fenced":
         opts = [l for l in cell.option_lines if not re.match(r"^#\|\s*echo\s*:", l)]
@@ -52,95 +52,121 @@ def _code_block(cell: Cell, eff: dict) -> str:
     return f"{fence}{_attr(['python', 'cell-code'], code_line_numbers=cln_attr)}\n{cell.code}\n{fence}"
 
 
-def _text(value) -> str:
-    return "".join(value) if isinstance(value, list) else str(value)
+IMAGE_MIMES = (("image/svg+xml", "svg"), ("image/png", "png"), ("image/jpeg", "jpg"))
 
 
-def _output_md(out: dict, cell: Cell, eff: dict, k: int, files_dir: Path, rel_dir: str) -> str:
+def _image_mime(out: dict) -> tuple[str, str] | None:
+    data = out.get("data", {})
+    return next(((mime, ext) for mime, ext in IMAGE_MIMES if mime in data), None)
+
+
+def _image_md(out: dict, image: tuple[str, str], cell: Cell, eff: dict, k: int,
+              files_dir: Path, rel_dir: str, ident: str) -> str:
+    """A figure written beside the markdown and its image link, as Quarto writes it:
+    ``![fig-cap](file){#fig-label width height fig-alt}`` (src/core/jupyter/jupyter.ts,
+    mdImageOutput); the label goes on the image, which makes it a cross-referenced figure."""
+    mime, ext = image
+    stem = eff.get("label") or f"cell-{cell.index + 1}"
+    name = f"{stem}-output-{k}.{ext}"
+    files_dir.mkdir(parents=True, exist_ok=True)
+    raw = output_text(out["data"][mime])
+    (files_dir / name).write_bytes(raw.encode() if ext == "svg" else base64.b64decode(raw))
+    meta = out.get("metadata", {}).get(mime)
+    size = meta if isinstance(meta, dict) else {}
+    attrs = _attr([], ident, width=size.get("width"), height=size.get("height"),
+                  fig_alt=eff.get("fig-alt"))
+    return f"::: {{.cell-output-display}}\n![{eff.get('fig-cap', '')}]({rel_dir}/{name}){attrs}\n:::"
+
+
+def _output_md(out: dict, cell: Cell, eff: dict, k: int, files_dir: Path, rel_dir: str,
+               ident: str = "") -> str:
     kind = out.get("output_type")
     asis = eff.get("output") == "asis"
     if kind == "stream":
-        text = ANSI_RE.sub("", _text(out.get("text", ""))).rstrip("\n")
+        text = strip_ansi(output_text(out.get("text", ""))).rstrip("\n")
         if asis and out.get("name") == "stdout":
             return text
         cls = "cell-output-stdout" if out.get("name") == "stdout" else "cell-output-stderr"
         fence = _fence_for(text)
         return f"::: {{.cell-output .{cls}}}\n{fence}\n{text}\n{fence}\n:::"
     if kind == "error":
-        tb = ANSI_RE.sub("", "\n".join(out.get("traceback", [])))
+        tb = strip_ansi("\n".join(out.get("traceback", [])))
         fence = _fence_for(tb)
         return f"::: {{.cell-output .cell-output-error}}\n{fence}\n{tb}\n{fence}\n:::"
     data = out.get("data", {})
-    meta = out.get("metadata", {})
     if asis:
         for mime in ("text/markdown", "text/plain"):
             if mime in data:
-                return _text(data[mime])
-    for mime, ext in (("image/svg+xml", "svg"), ("image/png", "png"), ("image/jpeg", "jpg")):
-        if mime in data:
-            stem = eff.get("label") or f"cell-{cell.index + 1}"
-            name = f"{stem}-output-{k}.{ext}"
-            files_dir.mkdir(parents=True, exist_ok=True)
-            raw = _text(data[mime])
-            (files_dir / name).write_bytes(raw.encode() if ext == "svg" else base64.b64decode(raw))
-            size = meta.get(mime, {}) if isinstance(meta.get(mime), dict) else {}
-            cap = eff.get("fig-cap", "")
-            attrs = _attr([], "", width=size.get("width"), height=size.get("height"),
-                          fig_alt=eff.get("fig-alt"))
-            return f"::: {{.cell-output-display}}\n![{cap}]({rel_dir}/{name}){attrs}\n:::"
+                return output_text(data[mime])
+    image = _image_mime(out)
+    if image:
+        return _image_md(out, image, cell, eff, k, files_dir, rel_dir, ident)
     if "text/html" in data:
-        html = _text(data["text/html"])
+        html = output_text(data["text/html"])
         return f"::: {{.cell-output-display}}\n```{{=html}}\n{html}\n```\n:::"
     if "text/markdown" in data:
-        return f"::: {{.cell-output-display}}\n{_text(data['text/markdown'])}\n:::"
+        return f"::: {{.cell-output-display}}\n{output_text(data['text/markdown'])}\n:::"
     if "text/latex" in data:
-        return f"::: {{.cell-output-display}}\n{_text(data['text/latex'])}\n:::"
+        return f"::: {{.cell-output-display}}\n{output_text(data['text/latex'])}\n:::"
     if "text/plain" in data:
-        text = _text(data["text/plain"])
+        text = output_text(data["text/plain"])
         fence = _fence_for(text)
         return f"::: {{.cell-output .cell-output-display}}\n{fence}\n{text}\n{fence}\n:::"
     return ""
 
 
-def coalesce_streams(outputs: list) -> list:
-    """Merge consecutive stdout (or stderr) chunks into one output, as Jupyter's
-    ``coalesce_streams`` does for Quarto: the kernel may split one cell's printing into
-    several messages, and an ``asis`` table must not be cut in two."""
-    merged: list = []
-    for out in outputs:
-        prev = merged[-1] if merged else None
-        if (out.get("output_type") == "stream" and prev is not None
-                and prev.get("output_type") == "stream" and prev.get("name") == out.get("name")):
-            merged[-1] = {**prev, "text": _text(prev.get("text", "")) + _text(out.get("text", ""))}
-        else:
-            merged.append(out)
-    return merged
+def _figure_ident(cell: Cell, eff: dict, outputs: list, warnings: list[DeckWarning]) -> int | None:
+    """Index of the output that carries the cell's ``fig-`` label, if any. Quarto puts the
+    label on the figure when the cell has one display output (src/core/jupyter/labels.ts,
+    shouldLabelCellContainer); several figures would be subfigures, which deckbuild lacks."""
+    label = eff.get("label") or ""
+    if not label.startswith("fig-"):
+        return None
+    images = [k for k, out in enumerate(outputs) if _image_mime(out)]
+    if not images:
+        warnings.append(DeckWarning(f"cell labelled {label} shows no figure, so there is "
+                                    "nothing to cross-reference", cell.file, cell.line))
+        return None
+    if len(images) > 1:
+        warnings.append(DeckWarning(
+            f"cell labelled {label} shows {len(images)} figures; subfigures are not "
+            "implemented by deckbuild, only the first one is the cross-referenced figure",
+            cell.file, cell.line))
+    return images[0]
 
 
-def cell_markdown(cell: Cell, outputs: list, doc_opts: dict, files_dir: Path, rel_dir: str) -> str:
+def _shown_outputs(outputs: list, eff: dict) -> list:
+    """The outputs that appear on the slide (warnings dropped unless `warning: true`)."""
+    return [out for out in coalesce_streams(outputs)
+            if not (out.get("output_type") == "stream" and out.get("name") == "stderr"
+                    and not eff["warning"] and "Warning" in output_text(out.get("text", "")))]
+
+
+def cell_markdown(cell: Cell, outputs: list, doc_opts: dict, files_dir: Path, rel_dir: str,
+                  warnings: list[DeckWarning] | None = None) -> str:
     eff = effective_cell_options(cell, doc_opts)
-    if eff.get("include") is False:
+    if eff["include"] is False:
         return ""
     parts = []
-    if eff.get("echo"):
+    if eff["echo"]:
         parts.append(_code_block(cell, eff))
-    if eff.get("output") is not False:
-        for k, out in enumerate(coalesce_streams(outputs), start=1):
-            if out.get("output_type") == "stream" and out.get("name") == "stderr" \
-                    and not eff.get("warning") and "Warning" in _text(out.get("text", "")):
-                continue
-            md = _output_md(out, cell, eff, k, files_dir, rel_dir)
+    if eff["output"] is not False:
+        shown = _shown_outputs(outputs, eff)
+        figure = _figure_ident(cell, eff, shown, warnings if warnings is not None else [])
+        for k, out in enumerate(shown, start=1):
+            md = _output_md(out, cell, eff, k, files_dir, rel_dir,
+                            eff["label"] if k - 1 == figure else "")
             if md:
                 parts.append(md)
     if not parts:
         return ""
-    if eff.get("output") == "asis" and not eff.get("echo"):
+    if eff["output"] == "asis" and not eff["echo"]:
         return "\n\n".join(parts)
     classes = ["cell"]
     extra = eff.get("classes") or []
     classes += extra.split() if isinstance(extra, str) else list(extra)
     label = eff.get("label") or ""
-    location = eff.get("output-location", "default")
+    location = eff["output-location"]
     attrs = _attr(classes, label if not label.startswith("fig-") else "",
                   output_location=None if location == "default" else location)
     return f":::: {attrs}\n" + "\n\n".join(parts) + "\n::::"
@@ -162,13 +188,9 @@ def write_markdown(doc: Document, outputs: list[list], doc_opts: dict, work_dir:
         if isinstance(block, Markdown):
             chunks.append("\n".join(l.text for l in block.lines))
         else:
-            md = cell_markdown(block, next(cell_iter), doc_opts, files_dir, rel_dir)
+            md = cell_markdown(block, next(cell_iter), doc_opts, files_dir, rel_dir, doc.warnings)
             chunks.append(f"\n{md}\n" if md else "")
     path = work_dir / f"{stem}.md"
     path.write_text("\n".join(chunks) + "\n", encoding="utf-8")
     return path
 
-
-def source_map_json(doc: Document) -> str:
-    """Cells' origins, for debugging the intermediate markdown."""
-    return json.dumps([{"cell": c.index + 1, "file": str(c.file), "line": c.line} for c in doc.cells])

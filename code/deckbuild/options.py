@@ -18,94 +18,11 @@ from typing import Any
 
 import yaml
 
+from . import schema
 from .errors import DeckError
 
-# Quarto's defaults for `format: revealjs` (the ones this renderer honours).
-REVEALJS_DEFAULTS: dict[str, Any] = {
-    "echo": False,
-    "eval": True,
-    "output": True,
-    "include": True,
-    "error": False,
-    "warning": False,
-    "fig-width": 10,
-    "fig-height": 5,
-    "fig-dpi": 96,
-    "fig-format": "retina",
-    "code-line-numbers": True,
-    "slide-level": 2,
-    "incremental": False,
-    "smaller": False,
-    "scrollable": False,
-    "html-math-method": "katex",
-    "theme": ["default"],
-    # reveal.js configuration, as Quarto sets it
-    "width": 1050,
-    "height": 700,
-    "margin": 0.1,
-    "min-scale": 0.2,
-    "max-scale": 2.0,
-    "center": False,
-    "transition": "none",
-    "background-transition": "none",
-    "transition-speed": "default",
-    "hash": True,
-    "hash-one-based-index": False,
-    "history": True,
-    "navigation-mode": "linear",
-    "controls": True,
-    "controls-tutorial": False,
-    "controls-layout": "edges",
-    "controls-back-arrows": "faded",
-    "progress": True,
-    "slide-number": False,
-    "show-slide-number": "all",
-    "keyboard": True,
-    "overview": True,
-    "touch": True,
-    "loop": False,
-    "rtl": False,
-    "shuffle": False,
-    "fragments": True,
-    "fragment-in-url": True,
-    "embedded": False,
-    "help": True,
-    "pause": True,
-    "show-notes": False,
-    "auto-play-media": None,
-    "auto-slide": 0,
-    "auto-slide-stoppable": True,
-    "mouse-wheel": False,
-    "preview-links": False,
-    "view-distance": 3,
-    "pdf-max-pages-per-slide": 1,
-    "pdf-separate-fragments": False,
-    "pdf-page-height-offset": -1,
-    "display": "block",
-    "hide-inactive-cursor": True,
-    "hide-cursor-time": 5000,
-}
-
-# Options that configure reveal.js itself (kebab-case here, camelCase in JavaScript).
-REVEAL_CONFIG_KEYS = [
-    "width", "height", "margin", "min-scale", "max-scale", "center", "transition",
-    "background-transition", "transition-speed", "hash", "hash-one-based-index", "history",
-    "navigation-mode", "controls", "controls-tutorial", "controls-layout",
-    "controls-back-arrows", "progress", "slide-number", "show-slide-number", "keyboard",
-    "overview", "touch", "loop", "rtl", "shuffle", "fragments", "fragment-in-url",
-    "embedded", "help", "pause", "show-notes", "auto-play-media", "auto-slide",
-    "auto-slide-stoppable", "mouse-wheel", "preview-links", "view-distance",
-    "pdf-max-pages-per-slide", "pdf-separate-fragments", "pdf-page-height-offset",
-    "display", "hide-inactive-cursor", "hide-cursor-time",
-]
-
-# Execution options that may be set for a whole document (top level or under `execute:`).
-EXECUTE_KEYS = ["echo", "eval", "output", "include", "error", "warning"]
-
-# Options whose values are paths, resolved against the file that declares them.
-PATH_KEYS = ["logo", "css", "theme"]
-
-BUILTIN_THEMES = {"default"}
+REVEALJS_DEFAULTS: dict[str, Any] = schema.defaults()
+REVEAL_CONFIG_KEYS = schema.names_with_role("reveal")
 
 CONFIG_FILE = "_quarto.yml"
 DIR_METADATA_FILE = "_metadata.yml"
@@ -169,8 +86,23 @@ class Source:
         return self.first_line
 
 
-def _as_format(src: Source) -> dict:
-    """One level's options for revealjs: top-level keys, then `format: revealjs:` over them."""
+class Options(dict):
+    """Merged options of one document. Remembers where each option was last set
+    (``origin``) and the output formats other than revealjs the sources name
+    (``other_formats``: (name, file, line)), so that checks can point at the YAML."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.origins: dict[str, tuple[Path, int]] = {}
+        self.other_formats: list[tuple[str, Path, int]] = []
+
+    def origin(self, key: str) -> tuple[Path | None, int | None]:
+        return self.origins.get(key, (None, None))
+
+
+def _as_format(src: Source) -> tuple[dict, list[str]]:
+    """One level's options for revealjs (top-level keys, then `format: revealjs:` over
+    them) and the names of the other formats the level lists."""
     data = dict(src.data)
     fmt = data.pop("format", None)
     execute = data.pop("execute", None)
@@ -178,7 +110,9 @@ def _as_format(src: Source) -> dict:
     if isinstance(execute, dict):
         level = merge(level, {k: v for k, v in execute.items()})
     level = merge(level, data)
+    others: list[str] = []
     if isinstance(fmt, dict):
+        others = [str(name) for name in fmt if name != "revealjs"]
         reveal = fmt.get("revealjs")
         if isinstance(reveal, dict):
             reveal = dict(reveal)
@@ -189,18 +123,18 @@ def _as_format(src: Source) -> dict:
     elif fmt is not None and fmt != "revealjs":
         raise DeckError(f"format '{fmt}' is not supported by this renderer (only revealjs)",
                         src.file, src.line_of("format"))
-    return _resolve_paths(level, src)
+    return _resolve_paths(level, src), others
 
 
 def _resolve_paths(level: dict, src: Source) -> dict:
     base = src.file.parent
-    for key in PATH_KEYS:
+    for key in schema.PATH_OPTIONS:
         if key not in level or level[key] in (None, False):
             continue
         values = level[key] if isinstance(level[key], list) else [level[key]]
         resolved = []
         for value in values:
-            if key == "theme" and isinstance(value, str) and value in BUILTIN_THEMES:
+            if key == "theme" and isinstance(value, str) and value in schema.BUILTIN_THEMES:
                 resolved.append(value)
                 continue
             if not isinstance(value, str):
@@ -236,6 +170,9 @@ class Project:
     config: Source | None
     output_dir: Path
     render: list[Path] = field(default_factory=list)
+    python_path: list[Path] = field(default_factory=list)     # deckbuild: python-path
+    cache_sources: list[Path] = field(default_factory=list)   # deckbuild: cache-sources
+    quarto_version: str = "current"                            # deckbuild: quarto-version
 
 
 def load_project(root: Path) -> Project:
@@ -256,15 +193,51 @@ def load_project(root: Path) -> Project:
         render = sorted(p for p in root.rglob("*.qmd")
                         if not any(part.startswith(("_", ".")) for part in p.relative_to(root).parts)
                         and "node_modules" not in p.parts)
-    return Project(root, config, out, render)
+    own = deckbuild_options(config, root)
+    return Project(root, config, out, render, own["python-path"], own["cache-sources"],
+                   own["quarto-version"])
 
 
-def resolve_options(project: Project | None, doc_file: Path, front: Source) -> dict:
+def deckbuild_options(config: Source | None, root: Path) -> dict:
+    """Our own project options (``deckbuild:`` in _quarto.yml), checked; folders resolved
+    against the project root and checked to exist."""
+    ns = schema.DECKBUILD_NAMESPACE
+    data = (config.data.get(ns) if config else None) or {}
+    if not isinstance(data, dict):
+        raise DeckError(f"'{ns}' must be a mapping of options", config.file, config.line_of(ns))
+    for name in data:
+        if name not in schema.DECKBUILD_OPTIONS:
+            known = ", ".join(schema.DECKBUILD_OPTIONS)
+            raise DeckError(f"unknown option '{ns}: {name}' (known: {known})", config.file,
+                            config.line_of(f"{name}:"))
+    out: dict = {}
+    for name, opt in schema.DECKBUILD_OPTIONS.items():
+        value = data.get(name, opt.default)
+        if not opt.type.check(value):
+            raise DeckError(f"option '{ns}: {name}' must be {opt.type.expected}, got {value!r}",
+                            config.file, config.line_of(f"{name}:"))
+        out[name] = _folders(value, name, config, root) if opt.role == "folders" else value
+    return out
+
+
+def _folders(value, name: str, config: Source, root: Path) -> list[Path]:
+    folders = []
+    for item in [value] if isinstance(value, str) else value:
+        folder = (root / item).resolve()
+        if not folder.is_dir():
+            raise DeckError(f"folder listed under '{schema.DECKBUILD_NAMESPACE}: {name}' not "
+                            f"found: {item} (looked for {folder})", config.file, config.line_of(item))
+        folders.append(folder)
+    return folders
+
+
+def resolve_options(project: Project | None, doc_file: Path, front: Source) -> Options:
     """Effective options for one document: defaults < project < directory < document."""
     levels: list[Source] = []
     if project and project.config:
         cfg = dict(project.config.data)
         cfg.pop("project", None)
+        cfg.pop(schema.DECKBUILD_NAMESPACE, None)
         levels.append(Source(cfg, project.config.file, 1, project.config.text))
         # _metadata.yml files between the project root and the document
         rel_dirs = doc_file.resolve().parent.relative_to(project.root.resolve()).parts
@@ -275,14 +248,19 @@ def resolve_options(project: Project | None, doc_file: Path, front: Source) -> d
             if meta.exists():
                 levels.append(read_yaml_file(meta))
     levels.append(front)
-    merged = copy.deepcopy(REVEALJS_DEFAULTS)
+    merged: dict = copy.deepcopy(REVEALJS_DEFAULTS)
+    origins, others = {}, []
     # `theme` replaces rather than extends the default theme list
     for src in levels:
-        level = _as_format(src)
+        level, formats = _as_format(src)
         if "theme" in level:
             merged["theme"] = []
         merged = merge(merged, level)
-    return merged
+        origins.update({key: (src.file, src.line_of(f"{key}:")) for key in level})
+        others += [(name, src.file, src.line_of(f"{name}:")) for name in formats]
+    opts = Options(merged)
+    opts.origins, opts.other_formats = origins, others
+    return opts
 
 
 def reveal_config(opts: dict) -> dict:

@@ -10,12 +10,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import yaml
 
-from .errors import DeckError
+from .errors import DeckError, DeckWarning
 from .options import Source, load_yaml
+from .schema import CELL_OPTIONS, FIGURE_OPTIONS, QUARTO_SHORTCODES
 
 INCLUDE_RE = re.compile(r"^\s*\{\{<\s*include\s+(?P<path>[^\s>]+)\s*>\}\}\s*$")
 ESCAPED_SHORTCODE_RE = re.compile(r"\{\{</\*(.*?)\*/>\}\}")
@@ -25,35 +25,6 @@ EXEC_INFO_RE = re.compile(r"^\{(?P<engine>[A-Za-z][\w-]*)(?P<rest>[^}]*)\}$")
 OPTION_LINE_RE = re.compile(r"^#\|\s?(?P<text>.*)$")
 IMAGE_RE = re.compile(r"!\[[^\]]*\]\(\s*<?(?P<src>[^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
 BACKGROUND_RE = re.compile(r"background-(?:image|video|iframe)=\"?(?P<src>[^\"\s}]+)\"?")
-
-# Cell options this renderer understands, with a check of each value.
-_BOOL = (bool,)
-CELL_OPTIONS: dict[str, Any] = {
-    "echo": lambda v: isinstance(v, bool) or v == "fenced",
-    "eval": lambda v: isinstance(v, bool),
-    "output": lambda v: isinstance(v, bool) or v == "asis",
-    "include": lambda v: isinstance(v, bool),
-    "error": lambda v: isinstance(v, bool),
-    "warning": lambda v: isinstance(v, bool),
-    "fig-cap": lambda v: isinstance(v, str),
-    "fig-alt": lambda v: isinstance(v, str),
-    "fig-width": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0,
-    "fig-height": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0,
-    "label": lambda v: isinstance(v, str) and re.fullmatch(r"[\w-]+", v) is not None,
-    "classes": lambda v: isinstance(v, str) or (isinstance(v, list) and all(isinstance(x, str) for x in v)),
-    "code-line-numbers": lambda v: isinstance(v, bool) or (
-        isinstance(v, (str, int)) and re.fullmatch(r"[\d,\-\s|]+", str(v)) is not None),
-    "output-location": lambda v: v in ("default", "fragment", "column", "column-fragment", "slide"),
-}
-EXPECTED = {
-    "echo": "true, false or fenced", "output": "true, false or asis",
-    "code-line-numbers": "true, false or line ranges like \"1,3|5-6\"",
-    "output-location": "default, fragment, column, column-fragment or slide",
-    "fig-width": "a positive number (inches)", "fig-height": "a positive number (inches)",
-    "label": "a name of letters, digits, - and _", "classes": "a string of class names",
-    "fig-cap": "a string", "fig-alt": "a string",
-}
-
 
 @dataclass
 class Line:
@@ -89,6 +60,7 @@ class Document:
     path: Path
     front: Source
     blocks: list = field(default_factory=list)   # Markdown | Cell, in order
+    warnings: list[DeckWarning] = field(default_factory=list)   # every stage adds its own
 
     @property
     def cells(self) -> list[Cell]:
@@ -149,7 +121,11 @@ def _title_of(line: str, slide_level: int) -> str | None:
     return None
 
 
-def parse_cell_options(option_lines: list[Line], file: Path, fence_line: int) -> dict:
+def parse_cell_options(option_lines: list[Line], file: Path, fence_line: int,
+                       warnings: list[DeckWarning]) -> dict:
+    """The cell's ``#|`` options. A value Quarto's schema rejects is an error; an option
+    deckbuild does not implement is a warning (Quarto passes unknown ones on as attributes
+    of the cell's div, src/core/jupyter/jupyter.ts) and is dropped."""
     text = "\n".join(OPTION_LINE_RE.match(l.text).group("text") for l in option_lines)
     first = option_lines[0].lineno if option_lines else fence_line + 1
     try:
@@ -165,13 +141,67 @@ def parse_cell_options(option_lines: list[Line], file: Path, fence_line: int) ->
     for key, value in data.items():
         line = next((l.lineno for l in option_lines
                      if re.match(rf"^#\|\s*{re.escape(str(key))}\s*:", l.text)), first)
+        if key in FIGURE_OPTIONS:
+            warnings.append(DeckWarning(
+                f"cell option '{key}' has no effect on a Jupyter cell in Quarto (knitr only) "
+                "and is ignored; set it for the whole document", file, line))
+            continue
         if key not in CELL_OPTIONS:
-            known = ", ".join(sorted(CELL_OPTIONS))
-            raise DeckError(f"unknown cell option '{key}' (known options: {known})", file, line)
-        if not CELL_OPTIONS[key](value):
-            expected = EXPECTED.get(key, "true or false")
-            raise DeckError(f"cell option '{key}' must be {expected}, got {value!r}", file, line)
-    return data
+            warnings.append(DeckWarning(
+                f"cell option '{key}' is not implemented by deckbuild and is ignored "
+                f"(implemented: {', '.join(sorted(CELL_OPTIONS))})", file, line))
+            continue
+        if not CELL_OPTIONS[key].check(value):
+            raise DeckError(f"cell option '{key}' must be {CELL_OPTIONS[key].expected}, "
+                            f"got {value!r}", file, line)
+    return {key: value for key, value in data.items() if key in CELL_OPTIONS}
+
+
+def _closing_fence(lines: list[Line], i: int, marker: str, info: str) -> int:
+    """Index of the fence that closes the one opened at ``lines[i]`` (same file)."""
+    j = i + 1
+    while j < len(lines):
+        cm = FENCE_OPEN_RE.match(lines[j].text)
+        if cm and cm.group("fence")[0] == marker[0] and len(cm.group("fence")) >= len(marker) \
+                and not cm.group("info"):
+            break
+        j += 1
+    if j >= len(lines) or lines[j].file != lines[i].file:
+        kind = f"cell fence '{marker}{info}'" if info.startswith("{") else f"code fence '{marker}'"
+        raise DeckError(f"unclosed {kind}: no closing '{marker}' before the end of the file",
+                        lines[i].file, lines[i].lineno)
+    return j
+
+
+def _cell(lines: list[Line], i: int, j: int, index: int, title: str, marker: str,
+          warnings: list[DeckWarning]) -> Cell:
+    """The executable cell between the fences at ``lines[i]`` and ``lines[j]``."""
+    inner = lines[i + 1:j]
+    opt_lines = []
+    for line in inner:
+        if not OPTION_LINE_RE.match(line.text):
+            break
+        opt_lines.append(line)
+    code_lines = inner[len(opt_lines):]
+    opening = lines[i]
+    return Cell(index=index, code="\n".join(l.text for l in code_lines).strip("\n"),
+                options=parse_cell_options(opt_lines, opening.file, opening.lineno, warnings),
+                option_lines=[l.text for l in opt_lines], file=opening.file,
+                line=opening.lineno, slide_title=title, fence=marker)
+
+
+def _markdown_line(line: Line, warnings: list[DeckWarning]) -> Line:
+    """A line of markdown: shortcodes checked, escaped shortcodes unescaped."""
+    for m in SHORTCODE_RE.finditer(ESCAPED_SHORTCODE_RE.sub("", line.text)):
+        name = m.group(1)
+        if name == "include":
+            raise DeckError("an include shortcode must stand alone on its line",
+                            line.file, line.lineno)
+        what = ("is one of Quarto's shortcodes, not implemented by deckbuild" if name in QUARTO_SHORTCODES
+                else "is not a Quarto shortcode (Quarto warns and prints ?" + name + ")")
+        warnings.append(DeckWarning(f"shortcode '{name}' {what}; the text is left as written",
+                                    line.file, line.lineno))
+    return Line(ESCAPED_SHORTCODE_RE.sub(r"{{<\1>}}", line.text), line.file, line.lineno)
 
 
 def parse(path: Path, root: Path, slide_level: int = 2) -> Document:
@@ -179,68 +209,30 @@ def parse(path: Path, root: Path, slide_level: int = 2) -> Document:
     path = Path(path)
     if not path.is_file():
         raise DeckError("document not found", path)
-    text = path.read_text(encoding="utf-8")
-    front, body, body_first = split_front_matter(text, path)
+    front, body, body_first = split_front_matter(path.read_text(encoding="utf-8"), path)
     lines = expand_includes(body, path, body_first, root)
     doc = Document(path, front)
     chunk: list[Line] = []
-    title = str(front.data.get("title", "")) if isinstance(front.data, dict) else ""
+    title = str(front.data.get("title") or "")
     i = 0
-    n_cells = 0
     while i < len(lines):
-        line = lines[i]
-        fm = FENCE_OPEN_RE.match(line.text)
+        fm = FENCE_OPEN_RE.match(lines[i].text)
         if not fm:
-            t = _title_of(line.text, slide_level)
-            if t is not None:
-                title = t
-            m = SHORTCODE_RE.search(ESCAPED_SHORTCODE_RE.sub("", line.text))
-            if m and m.group(1) != "include":
-                raise DeckError(f"unsupported shortcode '{m.group(1)}' (only include is supported)",
-                                line.file, line.lineno)
-            if m and m.group(1) == "include":
-                raise DeckError("an include shortcode must stand alone on its line",
-                                line.file, line.lineno)
-            chunk.append(Line(ESCAPED_SHORTCODE_RE.sub(r"{{<\1>}}", line.text), line.file, line.lineno))
+            title = _title_of(lines[i].text, slide_level) or title
+            chunk.append(_markdown_line(lines[i], doc.warnings))
             i += 1
             continue
-        marker = fm.group("fence")
-        info = fm.group("info")
-        # find the closing fence
-        j = i + 1
-        while j < len(lines):
-            cm = FENCE_OPEN_RE.match(lines[j].text)
-            if cm and cm.group("fence")[0] == marker[0] and len(cm.group("fence")) >= len(marker) \
-                    and not cm.group("info"):
-                break
-            j += 1
-        if j >= len(lines) or lines[j].file != line.file:
-            kind = f"cell fence '{marker}{info}'" if info.startswith("{") else f"code fence '{marker}'"
-            raise DeckError(f"unclosed {kind}: no closing '{marker}' before the end of the file",
-                            line.file, line.lineno)
+        marker, info = fm.group("fence"), fm.group("info")
+        j = _closing_fence(lines, i, marker, info)
         em = EXEC_INFO_RE.match(info)
         if em and not info.startswith("{="):
-            engine = em.group("engine")
-            if engine != "python":
-                raise DeckError(f"unsupported cell engine '{{{engine}}}' (only {{python}} cells run)",
-                                line.file, line.lineno)
+            if em.group("engine") != "python":
+                raise DeckError(f"unsupported cell engine '{{{em.group('engine')}}}' "
+                                "(only {python} cells run)", lines[i].file, lines[i].lineno)
             if chunk:
                 doc.blocks.append(Markdown(chunk))
                 chunk = []
-            inner = lines[i + 1:j]
-            opt_lines = []
-            for l in inner:
-                if OPTION_LINE_RE.match(l.text):
-                    opt_lines.append(l)
-                else:
-                    break
-            code_lines = inner[len(opt_lines):]
-            options = parse_cell_options(opt_lines, line.file, line.lineno)
-            doc.blocks.append(Cell(
-                index=n_cells, code="\n".join(l.text for l in code_lines).strip("\n"),
-                options=options, option_lines=[l.text for l in opt_lines], file=line.file,
-                line=line.lineno, slide_title=title, fence=marker))
-            n_cells += 1
+            doc.blocks.append(_cell(lines, i, j, len(doc.cells), title, marker, doc.warnings))
         else:
             chunk.extend(lines[i:j + 1])
         i = j + 1

@@ -17,8 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import DeckError
-
-RESOURCES = Path(__file__).parent / "resources"
+from .resources import THEME, node_package
 SECTION_RE = re.compile(r"^/\*--\s*scss:(functions|defaults|mixins|rules)\s*--\*/\s*$")
 SECTIONS = ("functions", "defaults", "mixins", "rules")
 
@@ -55,7 +54,7 @@ def split_layers(path: Path) -> dict[str, list[Piece]]:
 
 def assemble(themes: list[str]) -> list[Piece]:
     user = [split_layers(Path(t)) for t in themes if t != "default"]
-    base = RESOURCES / "theme"
+    base = THEME
     pieces: list[Piece] = []
     for layers in user:
         pieces += layers["functions"]
@@ -70,15 +69,14 @@ def assemble(themes: list[str]) -> list[Piece]:
     return pieces
 
 
-def sass_command(root: Path) -> list[str]:
-    sass_js = root / "node_modules" / "sass" / "sass.js"
+def sass_command(node_modules: Path) -> list[str]:
+    sass_js = node_package(node_modules, "sass") / "sass.js"
     if not sass_js.exists():
-        raise DeckError("dart-sass not found: run `make deck` (npm ci) to install node_modules/",
-                        root / "package.json")
+        raise DeckError(f"dart-sass not found at {sass_js}: run `npm ci` (or `make deck-setup`)")
     return ["node", str(sass_js)]
 
 
-def compile_theme(themes: list[str], root: Path, cache_dir: Path) -> tuple[Path, bool]:
+def compile_theme(themes: list[str], node_modules: Path, cache_dir: Path) -> tuple[Path, bool]:
     """Return (path of the compiled CSS, whether it came from the cache)."""
     pieces = assemble(themes)
     text_parts, origin = [], []   # origin[i] = (piece, first line of piece in assembled file)
@@ -91,7 +89,7 @@ def compile_theme(themes: list[str], root: Path, cache_dir: Path) -> tuple[Path,
         text_parts.append(piece.text)
         line += piece.text.count("\n") + 1
     source = "\n".join(text_parts) + "\n"
-    sass_js = root / "node_modules" / "sass" / "package.json"
+    sass_js = node_modules / "sass" / "package.json"
     version = sass_js.read_text() if sass_js.exists() else ""
     key = hashlib.sha256((source + version).encode()).hexdigest()[:24]
     out = cache_dir / f"theme-{key}.css"
@@ -101,7 +99,7 @@ def compile_theme(themes: list[str], root: Path, cache_dir: Path) -> tuple[Path,
     scss = cache_dir / f"theme-{key}.scss"
     scss.write_text(source)
     tmp = out.with_suffix(f".tmp{os.getpid()}")
-    proc = subprocess.run([*sass_command(root), "--no-source-map", "--style=compressed",
+    proc = subprocess.run([*sass_command(node_modules), "--no-source-map", "--style=compressed",
                            "--quiet-deps", "--silence-deprecation=import,global-builtin,color-functions",
                            str(scss), str(tmp)], capture_output=True, text=True)
     if proc.returncode != 0:

@@ -13,7 +13,7 @@ from deckbuild.build import BuildSettings, build_document
 
 
 @pytest.fixture(scope="session")
-def checked(tmp_path_factory, browser_ready):
+def checked(tmp_path_factory):
     """Build the feature test deck and the project's own deck (HTML + PDF), check both in
     one browser session. Screenshots: <build dir>/<stem>_screenshots/slide-NN.png."""
     out = {}
@@ -74,7 +74,7 @@ def test_feature_deck_has_what_the_sources_ask_for(checked):
     assert report.speaker_view == []
 
 
-def test_overflow_is_detected(tmp_path, browser_ready):
+def test_overflow_is_detected(tmp_path):
     """The checks are not vacuous: a slide that is too long and a cut code line are caught."""
     root = copy_deck("overflow", tmp_path)
     result = build_document(root / "deck.qmd", BuildSettings(html_only=True), lambda *a, **k: None)

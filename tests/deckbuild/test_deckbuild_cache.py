@@ -3,8 +3,8 @@
 from pathlib import Path
 
 from deckbuild.build import BuildSettings, build_document
-from deckbuild.execute import cell_keys, package_hash
-from deckbuild.options import REVEALJS_DEFAULTS
+from deckbuild.execute import cell_keys, source_hash
+from deckbuild.options import REVEALJS_DEFAULTS, load_project
 from deckbuild.source import parse
 
 
@@ -27,13 +27,17 @@ def test_options_and_package_source_are_part_of_the_key(tmp_path):
     assert keys_for(tmp_path, ["x = 1"]) == a
 
 
-def test_package_hash_covers_python_files_under_code(deck):
+def test_source_hash_covers_the_python_files_of_the_cache_sources(deck):
     root = deck("cache")
-    before = package_hash(root)
-    (root / "code" / "labpkg" / "__init__.py").write_text("VALUE = 2\n")
-    assert package_hash(root) != before
+    folders = load_project(root).cache_sources
+    assert folders == [(root / "code" / "labpkg").resolve()]
+    before = source_hash(folders)
     (root / "code" / "labpkg" / "notes.txt").write_text("not python")
-    assert package_hash(root) == package_hash(root)
+    assert source_hash(folders) == before
+    (root / "code" / "labpkg" / "__init__.py").write_text("VALUE = 2\n")
+    assert source_hash(folders) != before
+    (root / "code" / "other.py").write_text("outside the listed folders")
+    assert source_hash(folders) == source_hash(folders)
 
 
 def _pids(html: Path) -> tuple[str, str]:

@@ -21,7 +21,7 @@ def test_help_lists_commands_and_options():
     assert "--port" in run_cli("preview", "--help").stdout
 
 
-def test_project_build_progress_and_speed(deck, browser_ready):
+def test_project_build_progress_and_speed(deck):
     """Cold build of the 10-slide feature deck (HTML + PDF) < 15 s; warm rebuild < 5 s."""
     root = deck("features")
     t = time.perf_counter()
@@ -39,7 +39,7 @@ def test_project_build_progress_and_speed(deck, browser_ready):
     assert cold_s < 15 and warm_s < 5
 
 
-def test_preview_serves_on_localhost_and_rebuilds_on_change(deck, browser_ready):
+def test_preview_serves_on_localhost_and_rebuilds_on_change(deck):
     root = deck("features")
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

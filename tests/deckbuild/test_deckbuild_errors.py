@@ -42,7 +42,6 @@ def test_failed_build_leaves_the_last_good_deck_untouched(deck):
 @pytest.mark.parametrize("name, location, message", [
     ("missing-include.qmd", "missing-include.qmd:7", "included file not found"),
     ("missing-image.qmd", "missing-image.qmd:9", "image not found: img/missing.png"),
-    ("unknown-option.qmd", "unknown-option.qmd:9", "unknown cell option 'fig-colour'"),
     ("unclosed-fence.qmd", "unclosed-fence.qmd:7", "unclosed cell fence"),
     ("bad-yaml.qmd", "bad-yaml.qmd:", "malformed YAML"),
     ("bad-scss.qmd", "broken.scss:5", "theme does not compile"),
@@ -54,6 +53,15 @@ def test_bad_input_is_a_clear_error_with_file_and_line(deck, name, location, mes
     assert location in proc.stderr and message in proc.stderr
     assert "Traceback (most recent call last)" not in proc.stderr
     assert not (root / "_output").exists() or not any((root / "_output").iterdir())
+
+
+def test_unknown_cell_option_is_a_warning_and_the_deck_still_builds(deck):
+    root = deck("errors")
+    proc = run_cli("render", str(root / "unknown-option.qmd"), "--html-only")
+    assert proc.returncode == 0, proc.stderr
+    assert ("unknown-option.qmd:9: warning: cell option 'fig-colour' is not implemented "
+            "by deckbuild and is ignored") in proc.stderr
+    assert (root / "_output" / "unknown-option.html").exists()
 
 
 def test_missing_theme_file_from_project_config(deck):

@@ -1,5 +1,6 @@
 """Options: Quarto's merge rules, revealjs defaults, format resolution, paths."""
 
+import re
 from pathlib import Path
 
 import pytest
@@ -90,3 +91,36 @@ def test_unsupported_format_is_an_error(tmp_path):
     src = Source({"format": "pdf"}, tmp_path / "d.qmd", 2, "format: pdf")
     with pytest.raises(DeckError, match="format 'pdf' is not supported"):
         resolve_options(None, tmp_path / "d.qmd", src)
+
+
+def test_deckbuild_namespace_gives_project_folders(tmp_path):
+    (tmp_path / "code" / "pkg").mkdir(parents=True)
+    (tmp_path / "_quarto.yml").write_text(
+        "deckbuild:\n  python-path: [code]\n  cache-sources: code/pkg\n")
+    project = load_project(tmp_path)
+    assert project.python_path == [(tmp_path / "code").resolve()]
+    assert project.cache_sources == [(tmp_path / "code" / "pkg").resolve()]
+
+
+def test_deckbuild_namespace_defaults_to_nothing(tmp_path):
+    (tmp_path / "_quarto.yml").write_text("project:\n  output-dir: out\n")
+    project = load_project(tmp_path)
+    assert project.python_path == [] and project.cache_sources == []
+
+
+@pytest.mark.parametrize("config, line, message", [
+    ("deckbuild:\n  python-path: [nowhere]\n", 2,
+     "folder listed under 'deckbuild: python-path' not found: nowhere"),
+    ("deckbuild:\n  cache-source: [code]\n", 2,
+     "unknown option 'deckbuild: cache-source' (known: python-path, cache-sources, quarto-version)"),
+    ("deckbuild:\n  python-path: 3\n", 2,
+     "option 'deckbuild: python-path' must be a string or a list of strings, got 3"),
+    ("deckbuild: [code]\n", 1, "'deckbuild' must be a mapping of options"),
+    ("deckbuild:\n  quarto-version: 1.4\n", 2,
+     "option 'deckbuild: quarto-version' must be current or a version such as \"1.4.557\", got 1.4"),
+])
+def test_bad_deckbuild_options_name_file_and_line(tmp_path, config, line, message):
+    (tmp_path / "_quarto.yml").write_text(config)
+    with pytest.raises(DeckError, match=re.escape(message)) as info:
+        load_project(tmp_path)
+    assert info.value.file.endswith("_quarto.yml") and info.value.line == line
