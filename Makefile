@@ -58,7 +58,7 @@ bench: setup
 	$(PY) benchmarks/bench_speed.py
 
 clean:
-	rm -rf _output .pytest_cache .hypothesis .cache/deckbuild
+	rm -rf _output .pytest_cache .hypothesis .cache/deckbuild .cache/transformer_lab
 
 clean-venv:
 	rm -rf $(VENV)

@@ -6,7 +6,8 @@ slides, and timing. Import it explicitly (it pulls in matplotlib; the model does
 
 Modules: ``style`` (the palette and rcParams), ``plots_attention``, ``plots_model``,
 ``plots_training``, ``plots_speed`` (figures), ``introspection`` (shapes, gradient norms,
-source code) and ``speed`` (timings). This file only re-exports them.
+source code), ``speed`` (timings) and ``cache`` (expensive results kept on disk, keyed
+by their inputs and the package's source). This file only re-exports them.
 """
 
 from .style import ATTENTION_CMAP, DIVERGING_CMAP, FIGSIZE, MASK_CMAP, PALETTE, SERIES_COLORS, STYLE
@@ -26,4 +27,5 @@ from .plots_training import (
 )
 from .plots_speed import plot_attention_cost, plot_decode_step_times
 from .introspection import layer_gradient_norms, source_code, source_markdown, trace_shapes
+from .cache import cache_directory, cached, set_cache_directory
 from .speed import attention_cost, attention_paths, decode_step_times, median_times

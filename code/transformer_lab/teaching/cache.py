@@ -1,0 +1,111 @@
+"""Results that are expensive to compute (trained models, timings), kept on disk.
+
+A deck that trains models and measures speed while it builds should not retrain after an
+edit to an unrelated slide. :func:`cached` keys a result by a name, the inputs that
+determine it and the source of this package, so any change to the package's code or to
+the inputs computes it again, and nothing else does:
+
+    result = cached("pronoun-model", lambda: train(config), inputs={"config": config})
+
+Files live in :func:`cache_directory` (``TL_CACHE_DIR``, else ``.cache/transformer_lab``
+under the working directory). They are written atomically; a file that cannot be read is
+a miss (computed again, with a warning), never an error. Cached files are pickles that
+only this function writes: do not point ``TL_CACHE_DIR`` at files from elsewhere.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import io
+import json
+import os
+import tempfile
+import warnings
+from pathlib import Path
+from typing import Any, Callable, TypeVar
+
+import torch
+
+T = TypeVar("T")
+PACKAGE_ROOT = Path(__file__).resolve().parents[1]
+_directory: Path | None = None
+
+
+def set_cache_directory(path: str | os.PathLike | None) -> None:
+    """Keep cached results in ``path`` (``None``: back to the default)."""
+    global _directory
+    _directory = None if path is None else Path(path)
+
+
+def cache_directory() -> Path:
+    """Where :func:`cached` keeps its files."""
+    if _directory is not None:
+        return _directory
+    return Path(os.environ.get("TL_CACHE_DIR", Path.cwd() / ".cache" / "transformer_lab"))
+
+
+def package_digest() -> str:
+    """sha256 of every ``.py`` file of ``transformer_lab`` (paths and contents)."""
+    h = hashlib.sha256()
+    for path in sorted(PACKAGE_ROOT.rglob("*.py")):
+        h.update(path.relative_to(PACKAGE_ROOT).as_posix().encode())
+        h.update(path.read_bytes())
+    return h.hexdigest()
+
+
+def _plain(value: Any) -> Any:
+    """A JSON-able stand-in for ``value`` that changes whenever ``value`` does."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {type(value).__name__: _plain(dataclasses.asdict(value))}
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, torch.Tensor):
+        return {"tensor": hashlib.sha256(value.detach().cpu().contiguous().numpy().tobytes()).hexdigest(),
+                "shape": list(value.shape), "dtype": str(value.dtype)}
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    raise TypeError(f"inputs must hold numbers, strings, lists, dicts, dataclasses or tensors, "
+                    f"got {type(value).__name__}")
+
+
+def cache_key(name: str, inputs: dict) -> str:
+    """The file stem for ``name`` computed from ``inputs`` by this package's source."""
+    if not isinstance(name, str) or not name or not name.replace("-", "").replace("_", "").isalnum():
+        raise ValueError(f"name must be a non-empty string of letters, digits, '-' and '_', got {name!r}")
+    payload = json.dumps({"inputs": _plain(inputs), "package": package_digest()}, sort_keys=True)
+    return f"{name}-{hashlib.sha256(payload.encode()).hexdigest()[:20]}"
+
+
+def _write_atomically(path: Path, value: Any) -> None:
+    buffer = io.BytesIO()
+    torch.save(value, buffer)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(buffer.getvalue())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def cached(name: str, compute: Callable[[], T], *, inputs: dict) -> T:
+    """``compute()``, or its result from an earlier call with the same name, inputs and
+    package source. ``inputs`` must name everything ``compute`` depends on besides the
+    package (seeds, sizes, budgets)."""
+    if not isinstance(inputs, dict):
+        raise TypeError(f"inputs must be a dict, got {type(inputs).__name__}")
+    path = cache_directory() / f"{cache_key(name, inputs)}.pt"
+    if path.exists():
+        try:
+            return torch.load(path, weights_only=False)
+        except Exception as error:  # a truncated or foreign file: compute again
+            warnings.warn(f"cached result {path} is unreadable ({type(error).__name__}); computing it again",
+                          stacklevel=2)
+    value = compute()
+    _write_atomically(path, value)
+    return value

@@ -1,0 +1,89 @@
+"""The on-disk cache of expensive results (trained models, timings) for the deck."""
+
+from dataclasses import dataclass
+
+import pytest
+import torch
+
+from transformer_lab.teaching import cache
+
+
+@pytest.fixture
+def cache_dir(tmp_path):
+    cache.set_cache_directory(tmp_path)
+    yield tmp_path
+    cache.set_cache_directory(None)
+
+
+def counting(value):
+    calls = []
+
+    def compute():
+        calls.append(1)
+        return value
+
+    return compute, calls
+
+
+def test_a_second_call_with_the_same_inputs_does_not_compute_again(cache_dir):
+    compute, calls = counting({"accuracy": 0.97, "weights": torch.arange(4.0)})
+    first = cache.cached("run", compute, inputs={"seed": 0, "steps": 10})
+    second = cache.cached("run", compute, inputs={"steps": 10, "seed": 0})
+    assert len(calls) == 1
+    assert second["accuracy"] == first["accuracy"]
+    torch.testing.assert_close(second["weights"], torch.arange(4.0))
+
+
+@pytest.mark.parametrize("other", [{"seed": 1, "steps": 10}, {"seed": 0, "steps": 11}, {"seed": 0}])
+def test_different_inputs_compute_again(cache_dir, other):
+    compute, calls = counting(1)
+    cache.cached("run", compute, inputs={"seed": 0, "steps": 10})
+    cache.cached("run", compute, inputs=other)
+    assert len(calls) == 2
+
+
+def test_dataclasses_and_tensors_are_part_of_the_key(cache_dir):
+    @dataclass(frozen=True)
+    class Config:
+        d_model: int
+
+    assert cache.cache_key("m", {"c": Config(64)}) != cache.cache_key("m", {"c": Config(32)})
+    assert cache.cache_key("m", {"t": torch.zeros(3)}) != cache.cache_key("m", {"t": torch.ones(3)})
+    assert cache.cache_key("m", {"t": torch.zeros(3)}) == cache.cache_key("m", {"t": torch.zeros(3)})
+
+
+def test_a_change_to_the_package_source_is_a_miss(cache_dir, monkeypatch):
+    key = cache.cache_key("run", {"seed": 0})
+    monkeypatch.setattr(cache, "package_digest", lambda: "edited")
+    assert cache.cache_key("run", {"seed": 0}) != key
+
+
+def test_an_unreadable_file_is_computed_again_with_a_warning(cache_dir):
+    compute, calls = counting(5)
+    cache.cached("run", compute, inputs={})
+    (file,) = cache_dir.glob("run-*.pt")
+    file.write_bytes(b"truncated")
+    with pytest.warns(UserWarning, match="unreadable"):
+        assert cache.cached("run", compute, inputs={}) == 5
+    assert len(calls) == 2
+    assert cache.cached("run", compute, inputs={}) == 5 and len(calls) == 2
+
+
+def test_writes_leave_no_temporary_files(cache_dir):
+    cache.cached("run", lambda: 1, inputs={})
+    assert [p.name for p in cache_dir.iterdir() if p.name.startswith(".")] == []
+
+
+def test_bad_arguments_are_named():
+    with pytest.raises(ValueError, match="name must be"):
+        cache.cache_key("../x", {})
+    with pytest.raises(TypeError, match="inputs must hold .* got object"):
+        cache.cache_key("x", {"o": object()})
+    with pytest.raises(TypeError, match="inputs must be a dict, got list"):
+        cache.cached("x", lambda: 1, inputs=[1])
+
+
+def test_the_directory_comes_from_the_environment(monkeypatch, tmp_path):
+    cache.set_cache_directory(None)
+    monkeypatch.setenv("TL_CACHE_DIR", str(tmp_path / "c"))
+    assert cache.cache_directory() == tmp_path / "c"
