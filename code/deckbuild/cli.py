@@ -42,7 +42,8 @@ def _targets(paths: list[str]) -> list[tuple[Path, object]]:
 
 
 def cmd_render(args) -> int:
-    settings = BuildSettings(html_only=args.html_only, use_cache=not args.no_cache)
+    settings = BuildSettings(html_only=args.html_only, use_cache=not args.no_cache,
+                             cell_timeout=args.cell_timeout)
     t0 = time.perf_counter()
     results = [build_document(doc, settings, emit, project) for doc, project in _targets(args.paths)]
     if len(results) > 1:
@@ -85,6 +86,22 @@ def cmd_preview(args) -> int:
                          not args.no_cache, emit)
 
 
+def _seconds(text: str) -> float | bool:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a number of seconds (0: no limit), got {text!r}")
+    return value or False
+
+
+def _timeout_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--cell-timeout", type=_seconds, default=None, metavar="SECONDS",
+                        help="stop the build when one cell runs longer than this (0: no "
+                             "limit; default: `deckbuild: cell-timeout` in _quarto.yml, else 600)")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m deckbuild",
@@ -96,6 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     render.add_argument("--html-only", action="store_true", help="skip the PDF")
     render.add_argument("--no-cache", action="store_true",
                         help="re-execute every cell and rebuild everything")
+    _timeout_argument(render)
     preview = sub.add_parser("preview", help="serve on localhost and rebuild on change")
     preview.add_argument("paths", nargs="*", help=".qmd file or project directory (default: .)")
     preview.add_argument("--port", type=int, default=4848, help="port on 127.0.0.1 (default 4848)")
