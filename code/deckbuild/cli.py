@@ -83,7 +83,7 @@ def cmd_preview(args) -> int:
     from . import preview
 
     return preview.serve(_targets(args.paths), args.port, not args.no_browser,
-                         not args.no_cache, emit)
+                         not args.no_cache, emit, args.cell_timeout)
 
 
 def _seconds(text: str) -> float | bool:
@@ -119,6 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     preview.add_argument("--port", type=int, default=4848, help="port on 127.0.0.1 (default 4848)")
     preview.add_argument("--no-browser", action="store_true", help="do not open a browser")
     preview.add_argument("--no-cache", action="store_true", help="re-execute every cell")
+    _timeout_argument(preview)
     check = sub.add_parser("check", help="check built decks in Chromium, save slide screenshots")
     check.add_argument("paths", nargs="*", help=".qmd files or a project directory (default: .)")
     parser.epilog = ("examples:  python -m deckbuild render            # the whole project\n"
