@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from . import __version__, browser, execute, markdown, pandoc, resources, source, strict, theme
+from . import (__version__, browser, execute, files, markdown, pandoc, resources, schema, source,
+               strict, theme)
 from .errors import DeckWarning
 from .options import Project, find_project_root, load_project, resolve_options
 
@@ -23,6 +24,7 @@ class BuildSettings:
     html_only: bool = False
     use_cache: bool = True
     extra_js: str = ""          # injected by preview mode (live reload)
+    cell_timeout: float | bool | None = None   # seconds (False: none); None: the project's
 
 
 @dataclass
@@ -58,6 +60,8 @@ class Job:
     project: Project | None
     settings: BuildSettings
     progress: Progress
+    # (file, line) of every line of the intermediate markdown, for pandoc's messages
+    md_origins: list = field(default_factory=list)
 
     @property
     def root(self) -> Path:
@@ -100,13 +104,23 @@ def _read(job: Job) -> tuple[source.Document, dict, list[Path]]:
     t = time.perf_counter()
     doc = source.parse(job.path, job.root)
     opts = resolve_options(job.project, job.path, doc.front)
+    # option values are checked before slide-level is used to split the slides
+    warnings = strict.check_options(opts, job.path) + strict.check_formats(opts)
     if opts["slide-level"] != 2:
         doc = source.parse(job.path, job.root, opts["slide-level"])
     images = source.check_resources(doc)
-    doc.warnings += strict.check_options(opts, job.path) + strict.check_formats(opts)
-    doc.warnings += strict.check_crossrefs(doc)
+    doc.warnings += warnings + strict.check_crossrefs(doc)
     job.progress.step("read", t, f"{len(doc.cells)} cells")
     return doc, opts, images
+
+
+def _cell_timeout(job: Job) -> float | None:
+    """Seconds a cell may run (None: no limit): the command line's, else the project's."""
+    value = job.settings.cell_timeout
+    if value is None:
+        value = (job.project.cell_timeout if job.project
+                 else schema.DECKBUILD_OPTIONS["cell-timeout"].default)
+    return value or None
 
 
 def _execute(job: Job, doc: source.Document, opts: dict) -> list[list]:
@@ -115,7 +129,8 @@ def _execute(job: Job, doc: source.Document, opts: dict) -> list[list]:
     kernel = execute.KernelSettings(
         python_path=tuple(project.python_path) if project else (),
         cache_sources=tuple(project.cache_sources) if project else (),
-        quarto_version=project.quarto_version if project else "current")
+        quarto_version=project.quarto_version if project else "current",
+        cell_timeout=_cell_timeout(job))
     outputs, stats = execute.execute(doc, opts, job.cache_root / "cells", job.settings.use_cache,
                                      job.progress.emit, kernel)
     note = ("all cached" if stats["cached"] and stats["cached"] == stats["cells"]
@@ -142,13 +157,17 @@ def _fingerprint(job: Job, md: Path, css: Path, opts: dict, images: list[Path],
 
 def _write_outputs(job: Job, md: Path, css: Path, opts: dict, node_modules: Path,
                    html: Path, pdf: Path) -> None:
-    """pandoc (and the PDF) into temporary files, moved into place only on success."""
-    tmp_html = html.with_name(f".{html.stem}.partial.html")
-    tmp_pdf = pdf.with_name(f".{pdf.stem}.partial.pdf")
+    """pandoc (and the PDF) into temporary files, moved into place only on success. The
+    temporaries have unique names, and the ones a killed build left behind are removed
+    (the build lock says no other build of this document is running)."""
+    for stale in html.parent.glob(f".{html.stem}.*.partial.*"):
+        stale.unlink(missing_ok=True)
+    tmp_html = files.temporary_beside(html, ".partial.html")
+    tmp_pdf = files.temporary_beside(pdf, ".partial.pdf")
     try:
         t = time.perf_counter()
         pandoc.run_pandoc(md, tmp_html, css, opts, node_modules, job.path.parent, md.parent,
-                          job.settings.extra_js)
+                          job.settings.extra_js, job.md_origins)
         job.progress.step("pandoc", t, f"{tmp_html.stat().st_size / 1e6:.1f} MB")
         if not job.settings.html_only:
             t = time.perf_counter()
@@ -158,22 +177,65 @@ def _write_outputs(job: Job, md: Path, css: Path, opts: dict, node_modules: Path
         os.replace(tmp_html, html)
     finally:
         for tmp in (tmp_html, tmp_pdf):
-            if tmp.exists():
-                tmp.unlink()
+            tmp.unlink(missing_ok=True)
+
+
+def _stamp_path(job: Job) -> Path:
+    return job.cache_root / "builds" / (str(job.rel).replace(os.sep, "__") + ".json")
+
+
+def _stamped_fingerprint(job: Job) -> str | None:
+    """The fingerprint of the last build, or None when the stamp is missing or unreadable
+    (an unreadable stamp is only a cache miss: the deck is rebuilt and the stamp rewritten)."""
+    stamp = _stamp_path(job)
+    if not stamp.exists():
+        return None
+    try:
+        data = json.loads(stamp.read_text(encoding="utf-8"))
+        return str(data["fingerprint"])
+    except (OSError, ValueError, TypeError, KeyError) as exc:
+        job.progress.emit(f"  build stamp {job.shown(stamp)} is unreadable "
+                          f"({type(exc).__name__}); rebuilding")
+        return None
+
+
+def _check_writable(job: Job, html: Path) -> None:
+    """Every folder the build writes to, checked before any cell runs."""
+    cache = job.cache_root
+    files.check_writable({
+        html.parent: "the output folder",
+        cache / "cells": "the cell cache",
+        cache / "work": "the intermediate markdown",
+        cache / "theme": "the compiled theme",
+        cache / "builds": "the build stamps",
+        cache / "locks": "the build locks",
+    })
 
 
 def build_document(path: Path, settings: BuildSettings, emit: Callable[[str], None] = print,
                    project: Project | None = None) -> BuildResult:
+    """Build one document; one build of a document at a time (a second is refused)."""
     path = Path(path).resolve()
     if project is None and (root_dir := find_project_root(path)) is not None:
         project = load_project(root_dir)
     job = Job(path, project, settings, Progress(emit))
     emit(f"[deckbuild] {job.rel}")
     doc, opts, images = _read(job)
+    html, pdf = output_paths(path, project)
+    _check_writable(job, html)
+    lock = job.cache_root / "locks" / (str(job.rel).replace(os.sep, "__") + ".lock")
+    with files.build_lock(lock, str(job.rel)):
+        return _build(job, doc, opts, images, html, pdf)
+
+
+def _build(job: Job, doc: source.Document, opts: dict, images: list[Path], html: Path,
+           pdf: Path) -> BuildResult:
+    settings, emit = job.settings, job.progress.emit
     outputs = _execute(job, doc, opts)
 
     t = time.perf_counter()
-    md = markdown.write_markdown(doc, outputs, opts, job.cache_root / "work" / job.rel.with_suffix(""))
+    md = markdown.write_markdown(doc, outputs, opts, job.cache_root / "work" / job.rel.with_suffix(""),
+                                 job.md_origins)
     job.progress.step("markdown", t, job.shown(md))
 
     node_modules = resources.find_node_modules(job.root)
@@ -184,21 +246,17 @@ def build_document(path: Path, settings: BuildSettings, emit: Callable[[str], No
     for warning in doc.warnings:
         emit(f"  {warning}")
 
-    html, pdf = output_paths(path, project)
-    html.parent.mkdir(parents=True, exist_ok=True)
     fingerprint = _fingerprint(job, md, css, opts, images, node_modules)
-    stamp = job.cache_root / "builds" / (str(job.rel).replace(os.sep, "__") + ".json")
-    result = BuildResult(path, html, None if settings.html_only else pdf, job.progress.timings,
+    result = BuildResult(job.path, html, None if settings.html_only else pdf, job.progress.timings,
                          warnings=doc.warnings)
-    if (settings.use_cache and stamp.exists() and html.exists() and (settings.html_only or pdf.exists())
-            and json.loads(stamp.read_text()).get("fingerprint") == fingerprint):
+    if (settings.use_cache and html.exists() and (settings.html_only or pdf.exists())
+            and _stamped_fingerprint(job) == fingerprint):
         emit(f"  up to date: {job.shown(html)}")
         job.progress.total()
         result.up_to_date = True
         return result
     _write_outputs(job, md, css, opts, node_modules, html, pdf)
-    stamp.parent.mkdir(parents=True, exist_ok=True)
-    stamp.write_text(json.dumps({"fingerprint": fingerprint}))
+    files.write_atomic(_stamp_path(job), json.dumps({"fingerprint": fingerprint}))
     emit(f"  wrote {', '.join(job.shown(p) for p in ([html] if settings.html_only else [html, pdf]))}")
     job.progress.total()
     return result

@@ -42,7 +42,8 @@ def _targets(paths: list[str]) -> list[tuple[Path, object]]:
 
 
 def cmd_render(args) -> int:
-    settings = BuildSettings(html_only=args.html_only, use_cache=not args.no_cache)
+    settings = BuildSettings(html_only=args.html_only, use_cache=not args.no_cache,
+                             cell_timeout=args.cell_timeout)
     t0 = time.perf_counter()
     results = [build_document(doc, settings, emit, project) for doc, project in _targets(args.paths)]
     if len(results) > 1:
@@ -82,7 +83,23 @@ def cmd_preview(args) -> int:
     from . import preview
 
     return preview.serve(_targets(args.paths), args.port, not args.no_browser,
-                         not args.no_cache, emit)
+                         not args.no_cache, emit, args.cell_timeout)
+
+
+def _seconds(text: str) -> float | bool:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a number of seconds (0: no limit), got {text!r}")
+    return value or False
+
+
+def _timeout_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--cell-timeout", type=_seconds, default=None, metavar="SECONDS",
+                        help="stop the build when one cell runs longer than this (0: no "
+                             "limit; default: `deckbuild: cell-timeout` in _quarto.yml, else 600)")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -96,11 +113,13 @@ def main(argv: list[str] | None = None) -> int:
     render.add_argument("--html-only", action="store_true", help="skip the PDF")
     render.add_argument("--no-cache", action="store_true",
                         help="re-execute every cell and rebuild everything")
+    _timeout_argument(render)
     preview = sub.add_parser("preview", help="serve on localhost and rebuild on change")
     preview.add_argument("paths", nargs="*", help=".qmd file or project directory (default: .)")
     preview.add_argument("--port", type=int, default=4848, help="port on 127.0.0.1 (default 4848)")
     preview.add_argument("--no-browser", action="store_true", help="do not open a browser")
     preview.add_argument("--no-cache", action="store_true", help="re-execute every cell")
+    _timeout_argument(preview)
     check = sub.add_parser("check", help="check built decks in Chromium, save slide screenshots")
     check.add_argument("paths", nargs="*", help=".qmd files or a project directory (default: .)")
     parser.epilog = ("examples:  python -m deckbuild render            # the whole project\n"

@@ -13,6 +13,8 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import logging
+import math
 import os
 import shutil
 import signal
@@ -27,6 +29,10 @@ from .cells import effective_cell_options, strip_ansi
 from .errors import DeckError
 from .source import Cell, Document
 
+_QUIET_LOG = logging.getLogger("deckbuild.nbclient")
+_QUIET_LOG.addHandler(logging.NullHandler())
+_QUIET_LOG.propagate = False
+
 EXEC_VERSION = "4"   # bump when the kernel set-up below changes what cells produce
 
 
@@ -37,6 +43,7 @@ class KernelSettings:
     python_path: tuple[Path, ...] = ()     # prepended to the kernel's PYTHONPATH
     cache_sources: tuple[Path, ...] = ()   # folders whose .py files are part of the key
     quarto_version: str = "current"        # whose setup cell the kernel runs first
+    cell_timeout: float | None = None      # seconds a cell may run (None: no limit)
 
 
 def source_hash(folders) -> str:
@@ -140,13 +147,23 @@ def _error_of(outputs: list) -> dict | None:
     return next((o for o in outputs if o.get("output_type") == "error"), None)
 
 
+def _cell_detail(cell: Cell) -> str:
+    return (f"  slide: {cell.slide_title or '(untitled)'}\n"
+            f"  cell source:\n" + "\n".join("    " + l for l in cell.code.splitlines()))
+
+
 def _raise_cell_error(cell: Cell, err: dict) -> None:
     tb = strip_ansi("\n".join(err.get("traceback", [])))
-    detail = (f"  slide: {cell.slide_title or '(untitled)'}\n"
-              f"  cell source:\n" + "\n".join("    " + l for l in cell.code.splitlines()) +
-              "\n  traceback:\n" + "\n".join("    " + l for l in tb.splitlines()))
+    detail = _cell_detail(cell) + "\n  traceback:\n" + "\n".join("    " + l for l in tb.splitlines())
     raise DeckError(f"cell {cell.index + 1} raised {err.get('ename')}: {err.get('evalue')}",
                     cell.file, cell.line, detail)
+
+
+def _raise_timeout(cell: Cell, seconds: float) -> None:
+    raise DeckError(f"cell {cell.index + 1} did not finish within {seconds:g} s and was "
+                    "stopped; make it faster, or raise the limit with `deckbuild: "
+                    "cell-timeout: <seconds>` in _quarto.yml (false: no limit) or "
+                    "--cell-timeout", cell.file, cell.line, _cell_detail(cell)) from None
 
 
 def _kill_group(pid: int | None) -> None:
@@ -176,24 +193,42 @@ def kernel_env(settings: KernelSettings) -> dict:
 async def _run_cell(client, cell: Cell, eff: dict, total: int, progress) -> list:
     """Run one cell (with its option set-up around it); return its outputs as JSON data."""
     import nbformat
+    from nbclient.exceptions import CellTimeoutError
 
     t = time.perf_counter()
     progress(f"  cell {cell.index + 1}/{total} {cell.file.name}:{cell.line} "
              f"[{cell.slide_title[:40]}] ...", end="")
-    pre = _pre_cell(eff)
-    if pre:
-        await client.async_execute_cell(nbformat.v4.new_code_cell(pre), 0)
     nbcell = nbformat.v4.new_code_cell(cell.code)
-    await client.async_execute_cell(nbcell, 0)
-    post = _post_cell(eff)
-    if post:
-        await client.async_execute_cell(nbformat.v4.new_code_cell(post), 0)
+    try:
+        pre = _pre_cell(eff)
+        if pre:
+            await client.async_execute_cell(nbformat.v4.new_code_cell(pre), 0)
+        await client.async_execute_cell(nbcell, 0)
+        post = _post_cell(eff)
+        if post:
+            await client.async_execute_cell(nbformat.v4.new_code_cell(post), 0)
+    except CellTimeoutError:
+        progress(" timed out")
+        _raise_timeout(cell, client.timeout)
     outputs = json.loads(json.dumps([dict(o) for o in nbcell.outputs], default=str))
     progress(f" {time.perf_counter() - t:.2f}s")
     err = _error_of(outputs)
     if err and not eff.get("error"):
         _raise_cell_error(cell, err)
     return outputs
+
+
+async def _run_setup(client, code: str, doc: Document) -> None:
+    """Quarto's setup cell, run before the document's cells (under the same time limit)."""
+    import nbformat
+    from nbclient.exceptions import CellTimeoutError
+
+    try:
+        await client.async_execute_cell(nbformat.v4.new_code_cell(code), 0)
+    except CellTimeoutError:
+        raise DeckError(f"the kernel's setup cell (matplotlib set-up) did not finish within "
+                        f"{client.timeout} s; raise `deckbuild: cell-timeout` in _quarto.yml "
+                        "or --cell-timeout", doc.path) from None
 
 
 async def _shutdown(client, km, pid, sock_dir: Path) -> None:
@@ -222,18 +257,21 @@ async def _run_kernel(doc: Document, doc_opts: dict, settings: KernelSettings,
     km.ip = str(sock_dir / "kernel")
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell("")]   # nbclient writes each executed cell here
-    client = NotebookClient(nb, km=km, allow_errors=True, timeout=None,
-                            resources={"metadata": {"path": str(doc.path.parent)}})
+    timeout = math.ceil(settings.cell_timeout) if settings.cell_timeout else None
+    client = NotebookClient(nb, km=km, allow_errors=True, timeout=timeout,
+                            resources={"metadata": {"path": str(doc.path.parent)}},
+                            log=_QUIET_LOG)   # a timeout is reported by _raise_timeout
     results: list[list] = []
     pid = None
     t0 = time.perf_counter()
+    global _RUNNING
+    _RUNNING = asyncio.current_task()
     try:
         await km.start_kernel(cwd=str(doc.path.parent), env=kernel_env(settings))
         pid = getattr(km.provisioner, "pid", None)
         _KERNEL_PIDS.add(pid)
         await client.async_start_new_kernel_client()
-        setup = setup_code(doc_opts, settings.quarto_version)
-        await client.async_execute_cell(nbformat.v4.new_code_cell(setup), 0)
+        await _run_setup(client, setup_code(doc_opts, settings.quarto_version), doc)
         progress(f"  kernel ready (pid {pid}) {time.perf_counter() - t0:.2f}s")
         for cell, eff in zip(doc.cells, effs):
             if eff.get("eval") is False:
@@ -242,18 +280,28 @@ async def _run_kernel(doc: Document, doc_opts: dict, settings: KernelSettings,
                 results.append(await _run_cell(client, cell, eff, len(effs), progress))
     finally:
         await _shutdown(client, km, pid, sock_dir)
+        _RUNNING = None
     return results
 
 
 _KERNEL_PIDS: set = set()
 _INTERRUPTED = False
+_RUNNING: asyncio.Task | None = None   # the task running the cells, while it runs
 
 
 def interrupt_handler(signum, frame):
-    """SIGINT/SIGTERM: kill our kernels at once, then unwind with KeyboardInterrupt."""
+    """SIGINT/SIGTERM: kill our kernels at once, then unwind with KeyboardInterrupt.
+
+    While cells run, the exception is not raised inside asyncio's event loop (asyncio would
+    print the half-finished task's traceback on its way out): the task running the cells
+    is cancelled instead, and ``execute`` turns its end into KeyboardInterrupt."""
     global _INTERRUPTED
     _INTERRUPTED = True
     kill_kernels()
+    task = _RUNNING
+    if task is not None and not task.done():
+        task.get_loop().call_soon_threadsafe(task.cancel)
+        return
     raise KeyboardInterrupt
 
 
@@ -279,6 +327,8 @@ def execute(doc: Document, doc_opts: dict, cache_dir: Path, use_cache: bool,
             return hits, {"cells": len(cells), "cached": len(cells)}
     try:
         results = asyncio.run(_run_kernel(doc, doc_opts, settings, effs, progress))
+        if _INTERRUPTED:   # the interrupt came while the kernel was shutting down
+            raise KeyboardInterrupt
     except BaseException:
         if _INTERRUPTED:   # whatever nbclient made of the interrupt, it was one
             raise KeyboardInterrupt from None

@@ -172,8 +172,11 @@ def cell_markdown(cell: Cell, outputs: list, doc_opts: dict, files_dir: Path, re
     return f":::: {attrs}\n" + "\n\n".join(parts) + "\n::::"
 
 
-def write_markdown(doc: Document, outputs: list[list], doc_opts: dict, work_dir: Path) -> Path:
-    """Write ``<work_dir>/<stem>.md`` (+ figures) and return its path."""
+def write_markdown(doc: Document, outputs: list[list], doc_opts: dict, work_dir: Path,
+                   origins: list | None = None) -> Path:
+    """Write ``<work_dir>/<stem>.md`` (+ figures) and return its path. ``origins``, when
+    given, receives the (file, line) each line of the markdown came from (a cell's lines
+    come from its opening fence), so pandoc's messages can name the .qmd line."""
     stem = doc.path.stem
     rel_dir = f"{stem}_files/figure-revealjs"
     files_dir = work_dir / rel_dir
@@ -183,14 +186,18 @@ def write_markdown(doc: Document, outputs: list[list], doc_opts: dict, work_dir:
             old.unlink()
     meta = {k: doc_opts[k] for k in META_KEYS if k in doc_opts}
     chunks = ["---\n" + yaml.safe_dump(meta, allow_unicode=True, sort_keys=False) + "---"]
+    where: list[tuple[Path, int]] = [(doc.path, 1)] * (chunks[0].count("\n") + 1)
     cell_iter = iter(outputs)
     for block in doc.blocks:
         if isinstance(block, Markdown):
             chunks.append("\n".join(l.text for l in block.lines))
+            where += [(l.file, l.lineno) for l in block.lines] or [(doc.path, 1)]
         else:
             md = cell_markdown(block, next(cell_iter), doc_opts, files_dir, rel_dir, doc.warnings)
             chunks.append(f"\n{md}\n" if md else "")
+            where += [(block.file, block.line)] * (chunks[-1].count("\n") + 1)
+    if origins is not None:
+        origins[:] = where
     path = work_dir / f"{stem}.md"
     path.write_text("\n".join(chunks) + "\n", encoding="utf-8")
     return path
-

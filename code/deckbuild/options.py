@@ -20,6 +20,7 @@ import yaml
 
 from . import schema
 from .errors import DeckError
+from .files import read_source
 
 REVEALJS_DEFAULTS: dict[str, Any] = schema.defaults()
 REVEAL_CONFIG_KEYS = schema.names_with_role("reveal")
@@ -160,7 +161,7 @@ def find_project_root(start: Path) -> Path | None:
 
 
 def read_yaml_file(path: Path) -> Source:
-    text = path.read_text(encoding="utf-8")
+    text = read_source(path)
     return Source(load_yaml(text, path), path, 1, text)
 
 
@@ -173,6 +174,7 @@ class Project:
     python_path: list[Path] = field(default_factory=list)     # deckbuild: python-path
     cache_sources: list[Path] = field(default_factory=list)   # deckbuild: cache-sources
     quarto_version: str = "current"                            # deckbuild: quarto-version
+    cell_timeout: float | bool = 600                           # deckbuild: cell-timeout
 
 
 def load_project(root: Path) -> Project:
@@ -195,7 +197,7 @@ def load_project(root: Path) -> Project:
                         and "node_modules" not in p.parts)
     own = deckbuild_options(config, root)
     return Project(root, config, out, render, own["python-path"], own["cache-sources"],
-                   own["quarto-version"])
+                   own["quarto-version"], own["cell-timeout"])
 
 
 def deckbuild_options(config: Source | None, root: Path) -> dict:

@@ -80,7 +80,9 @@ def pandoc_args(md: Path, out: Path, css: Path, opts: dict, node_modules: Path,
 
 
 def run_pandoc(md: Path, out: Path, css: Path, opts: dict, node_modules: Path, src_dir: Path,
-               work_dir: Path, extra_js: str = "") -> None:
+               work_dir: Path, extra_js: str = "", origins: list | None = None) -> None:
+    """Run pandoc; an error names the .qmd file and line that the markdown line it reports
+    came from (``origins``: (file, line) of each line of ``md``)."""
     init = work_dir / "init.html"
     init.write_text(init_script(opts, extra_js))
     args = pandoc_args(md, out, css, opts, node_modules, src_dir, init)
@@ -88,8 +90,42 @@ def run_pandoc(md: Path, out: Path, css: Path, opts: dict, node_modules: Path, s
     problems = [l for l in proc.stderr.splitlines()
                 if re.search(r"Could not (fetch|find|load)|not found|ERROR", l)]
     if proc.returncode != 0 or problems:
-        msg = (problems or proc.stderr.strip().splitlines() or ["pandoc failed"])[0]
-        raise DeckError(f"pandoc: {msg}", md, None, proc.stderr.strip())
+        text, where = to_source(proc.stderr.strip(), md, origins or [])
+        lines = [l for l in text.splitlines() if l.strip()]
+        msg = next((l for l in lines if l in problems), None) if problems else None
+        msg = msg or (lines[0] if lines else "pandoc failed")
+        file, line = where if where else (md, None)
+        raise DeckError(f"pandoc: {msg}", file, line, text)
+
+
+# Where pandoc's messages point into a file: `at "x.md" (line 3, column 1)` (errors) or
+# `at x.md line 3 column 1` (warnings); a YAML block's own error adds
+# `YAML parse exception at line 2, column 3` counted from the block's first line.
+_POSITION_RES = (re.compile(r'"(?P<path>[^"]+)" \(line (?P<line>\d+), column (?P<col>\d+)\)'),
+                 re.compile(r"(?P<path>\S+) line (?P<line>\d+) column (?P<col>\d+)"))
+_YAML_LINE_RE = re.compile(r"YAML parse exception at line (\d+), column (\d+)")
+
+
+def to_source(text: str, md: Path, origins: list) -> tuple[str, tuple | None]:
+    """pandoc's message with every position in the intermediate markdown ``md`` replaced by
+    the .qmd ``file:line`` it came from; and the first such place (None when none)."""
+    first: list = []
+    yaml_error = _YAML_LINE_RE.search(text)
+    offset = int(yaml_error.group(1)) if yaml_error else 0   # the line inside the block
+
+    def replace(m: re.Match) -> str:
+        if Path(m.group("path")).name != md.name:
+            return m.group(0)
+        line = int(m.group("line")) + offset
+        place = origins[line - 1] if 0 < line <= len(origins) else None
+        if place is None:
+            return m.group(0)
+        first.append(place)
+        return f"{place[0]}:{place[1]}"
+
+    for pattern in _POSITION_RES:
+        text = pattern.sub(replace, text)
+    return text, (first[0] if first else None)
 
 
 def _plain(text: str) -> str:

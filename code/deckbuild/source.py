@@ -14,6 +14,7 @@ from pathlib import Path
 import yaml
 
 from .errors import DeckError, DeckWarning
+from .files import read_source
 from .options import Source, load_yaml
 from .schema import CELL_OPTIONS, FIGURE_OPTIONS, QUARTO_SHORTCODES
 
@@ -24,6 +25,9 @@ FENCE_OPEN_RE = re.compile(r"^(?P<indent> {0,3})(?P<fence>`{3,}|~{3,})\s*(?P<inf
 EXEC_INFO_RE = re.compile(r"^\{(?P<engine>[A-Za-z][\w-]*)(?P<rest>[^}]*)\}$")
 OPTION_LINE_RE = re.compile(r"^#\|\s?(?P<text>.*)$")
 IMAGE_RE = re.compile(r"!\[[^\]]*\]\(\s*<?(?P<src>[^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
+# pandoc's fenced divs: at least three colons, then attributes or one class name
+DIV_OPEN_RE = re.compile(r"^ {0,3}:{3,}\s*(\{.*\}|[^\s{}:][^\s{}]*)\s*:*\s*$")
+DIV_CLOSE_RE = re.compile(r"^ {0,3}:{3,}\s*$")
 BACKGROUND_RE = re.compile(r"background-(?:image|video|iframe)=\"?(?P<src>[^\"\s}]+)\"?")
 
 @dataclass
@@ -98,7 +102,7 @@ def expand_includes(lines: list[str], path: Path, first: int, root: Path,
                                 path, lineno)
             if target in stack or target == path.resolve():
                 raise DeckError(f"include cycle: {target_name} includes itself", path, lineno)
-            inc_text = target.read_text(encoding="utf-8")
+            inc_text = read_source(target)
             front, body, body_first = split_front_matter(inc_text, target)
             out.extend(expand_includes(body, target, body_first, root,
                                        stack + (path.resolve(),)))
@@ -112,6 +116,34 @@ def expand_includes(lines: list[str], path: Path, first: int, root: Path,
                 fence = None
         out.append(Line(text, path, lineno))
     return out
+
+
+def check_divs(lines: list[Line]) -> None:
+    """Every fenced div (``::: {.callout-note}``) must be closed: pandoc would close it at
+    the end of the document and nest every later slide inside it. Code blocks are skipped;
+    a closing ``:::`` closes the innermost open div, as in pandoc."""
+    opened: list[Line] = []
+    fence: str | None = None
+    for line in lines:
+        fm = FENCE_OPEN_RE.match(line.text)
+        if fm:
+            marker = fm.group("fence")
+            if fence is None:
+                fence = marker
+            elif marker[0] == fence[0] and len(marker) >= len(fence) and not fm.group("info"):
+                fence = None
+            continue
+        if fence is not None:
+            continue
+        if DIV_CLOSE_RE.match(line.text) and opened:
+            opened.pop()
+        elif DIV_OPEN_RE.match(line.text):
+            opened.append(line)
+    if opened:
+        first = opened[-1]
+        raise DeckError(f"unclosed div '{first.text.strip()}': no closing ':::' before the end "
+                        "of the document (pandoc would put every later slide inside it)",
+                        first.file, first.lineno)
 
 
 def _title_of(line: str, slide_level: int) -> str | None:
@@ -209,7 +241,7 @@ def parse(path: Path, root: Path, slide_level: int = 2) -> Document:
     path = Path(path)
     if not path.is_file():
         raise DeckError("document not found", path)
-    front, body, body_first = split_front_matter(path.read_text(encoding="utf-8"), path)
+    front, body, body_first = split_front_matter(read_source(path), path)
     lines = expand_includes(body, path, body_first, root)
     doc = Document(path, front)
     chunk: list[Line] = []
@@ -238,6 +270,7 @@ def parse(path: Path, root: Path, slide_level: int = 2) -> Document:
         i = j + 1
     if chunk:
         doc.blocks.append(Markdown(chunk))
+    check_divs(lines)
     return doc
 
 

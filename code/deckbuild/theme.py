@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import DeckError
+from .files import read_source
 from .resources import THEME, node_package
 SECTION_RE = re.compile(r"^/\*--\s*scss:(functions|defaults|mixins|rules)\s*--\*/\s*$")
 SECTIONS = ("functions", "defaults", "mixins", "rules")
@@ -32,7 +33,7 @@ class Piece:
 def split_layers(path: Path) -> dict[str, list[Piece]]:
     layers: dict[str, list[Piece]] = {s: [] for s in SECTIONS}
     current, buf, start = None, [], 1
-    lines = path.read_text(encoding="utf-8").splitlines()
+    lines = read_source(path).splitlines()
     for i, line in enumerate(lines, start=1):
         m = SECTION_RE.match(line.strip())
         if m:

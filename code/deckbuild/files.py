@@ -1,0 +1,97 @@
+"""How the renderer touches the file system, so that nothing is lost and nothing is silent:
+sources read as UTF-8 with an error naming the file and line of the first bad byte,
+writes that land whole or not at all, unique temporary names, folders checked to be
+writable before any cell runs, and one build of a document at a time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import tempfile
+from pathlib import Path
+from typing import Iterator
+
+from .errors import DeckError
+
+
+def read_source(path: Path) -> str:
+    """The text of a source file (.qmd, .yml, .scss), which Quarto reads as UTF-8."""
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise DeckError(f"cannot read the file: {exc.strerror}", path) from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        column = exc.start - data.rfind(b"\n", 0, exc.start)
+        raise DeckError(f"not UTF-8 text: byte 0x{data[exc.start]:02x} at column {column} "
+                        "cannot be decoded; Quarto reads sources as UTF-8, so save the file "
+                        "as UTF-8", path, line) from None
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file renamed over it: a reader (or
+    the next build, after a crash or a full disk) sees the old file or the new one whole."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def temporary_beside(path: Path, suffix: str) -> Path:
+    """A new, uniquely named empty file in ``path``'s folder (``.<stem>.<random><suffix>``),
+    so that two builds never share a temporary."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=suffix)
+    os.close(fd)
+    return Path(tmp)
+
+
+def check_writable(folders: dict[Path, str]) -> None:
+    """Every folder (created when missing) must accept a new file; ``folders`` maps each to
+    what it is for. Checked before any cell runs, so a read-only folder costs nothing."""
+    for folder, purpose in folders.items():
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            fd, probe = tempfile.mkstemp(dir=folder, prefix=".deckbuild-probe-")
+            os.close(fd)
+            os.unlink(probe)
+        except OSError as exc:
+            raise DeckError(f"cannot write to {exc.filename or folder} ({purpose}): "
+                            f"{exc.strerror}; make it writable or build a copy of the "
+                            "project elsewhere") from None
+
+
+@contextlib.contextmanager
+def build_lock(lock_file: Path, what: str) -> Iterator[None]:
+    """Hold an exclusive lock on ``lock_file`` for one build of ``what``; a second build of
+    the same document, from any process, is refused with the first one's process id. The
+    operating system releases the lock when the holder exits, even when killed."""
+    lock_file.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock_file, "a+", encoding="utf-8") as f:
+        try:
+            fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            f.seek(0)
+            holder = f.read().strip() or "unknown"
+            raise DeckError(f"another build of {what} is running (process {holder}); wait "
+                            "for it to finish, then run this one again") from None
+        f.seek(0)
+        f.truncate()
+        f.write(str(os.getpid()))
+        f.flush()
+        try:
+            yield
+        finally:
+            f.truncate(0)

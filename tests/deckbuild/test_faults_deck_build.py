@@ -1,0 +1,121 @@
+"""Fault cases (issue 11): two builds at once, a damaged build stamp, read-only folders.
+Nothing is lost (the last good deck stays) and nothing fails with a traceback."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from deck_helpers import REPO, run_cli
+
+TRACEBACK = "Traceback (most recent call last)"
+
+
+def _spawn_render(root: Path, *args: str) -> subprocess.Popen:
+    env = dict(os.environ, PYTHONPATH=str(REPO / "code"))
+    return subprocess.Popen([sys.executable, "-m", "deckbuild", "render", str(root), *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+
+
+def test_two_renders_of_one_project_at_once(deck):
+    """Before: both wrote `_output/.deck.partial.pdf`; one crashed with FileNotFoundError."""
+    root = deck("features")
+    procs = [_spawn_render(root, "--no-cache") for _ in range(2)]
+    results = [(p.wait(timeout=240), p.communicate()[1]) for p in procs]
+    for rc, err in results:
+        assert TRACEBACK not in err, err
+        assert rc == 0 or (rc == 1 and "another build of deck.qmd is running (process " in err), err
+    assert any(rc == 0 for rc, _ in results)
+    assert sorted(p.name for p in (root / "_output").iterdir()) == ["deck.html", "deck.pdf"]
+
+
+def test_a_build_while_another_holds_the_document_is_refused(deck):
+    from deckbuild.files import build_lock
+
+    root = deck("errors")
+    with build_lock(root / ".cache" / "deckbuild" / "locks" / "good.qmd.lock", "good.qmd"):
+        proc = run_cli("render", str(root / "good.qmd"), "--html-only")
+    assert proc.returncode == 1 and TRACEBACK not in proc.stderr
+    assert (f"another build of good.qmd is running (process {os.getpid()}); wait for it to "
+            "finish, then run this one again") in proc.stderr
+    assert "kernel ready" not in proc.stderr and not (root / "_output" / "good.html").exists()
+    assert run_cli("render", str(root / "good.qmd"), "--html-only").returncode == 0
+
+
+def test_temporaries_a_killed_build_left_are_removed(deck):
+    root = deck("errors")
+    out = root / "_output"
+    out.mkdir()
+    (out / ".good.k1ll3d.partial.html").write_text("half a deck")
+    (out / ".other.k1ll3d.partial.html").write_text("another document's")
+    assert run_cli("render", str(root / "good.qmd"), "--html-only").returncode == 0
+    assert sorted(p.name for p in out.iterdir()) == [".other.k1ll3d.partial.html", "good.html"]
+
+
+@pytest.mark.parametrize("content", ["", '{"fingerp', "[1, 2]", '{"other": 1}', "\xff\xfe"])
+def test_an_unreadable_build_stamp_is_a_cache_miss(deck, content):
+    """Before: every later cached render failed with JSONDecodeError until --no-cache."""
+    root = deck("errors")
+    assert run_cli("render", str(root / "good.qmd"), "--html-only").returncode == 0
+    stamp = root / ".cache" / "deckbuild" / "builds" / "good.qmd.json"
+    good = json.loads(stamp.read_text())
+    stamp.write_bytes(content.encode("latin-1"))
+    proc = run_cli("render", str(root / "good.qmd"), "--html-only")
+    assert proc.returncode == 0 and TRACEBACK not in proc.stderr, proc.stderr
+    assert "build stamp .cache/deckbuild/builds/good.qmd.json is unreadable" in proc.stderr
+    assert "wrote _output/good.html" in proc.stderr
+    assert json.loads(stamp.read_text()) == good
+    assert "up to date" in run_cli("render", str(root / "good.qmd"), "--html-only").stderr
+
+
+def test_a_write_that_fails_part_way_leaves_the_previous_stamp_whole(tmp_path):
+    """Stamps are written through a temporary renamed over the old file: a failure while
+    writing (a full disk, a crash) leaves the previous stamp, never an empty one."""
+    from deckbuild.files import write_atomic
+
+    stamp = tmp_path / "builds" / "deck.qmd.json"
+    write_atomic(stamp, '{"fingerprint": "abc"}')
+    with pytest.raises(UnicodeEncodeError):
+        write_atomic(stamp, '{"fingerprint": "' + "x" * 100_000 + '\udc80"}')
+    assert stamp.read_text() == '{"fingerprint": "abc"}'
+    assert [p.name for p in stamp.parent.iterdir()] == ["deck.qmd.json"]
+
+
+# Root ignores file permissions, so a read-only folder is tested by running the render
+# without the capabilities that let root write anywhere (CAP_DAC_OVERRIDE and
+# CAP_DAC_READ_SEARCH dropped from the bounding set with util-linux's setpriv): the
+# permission bits then apply to it as to any user. Not as root, chmod alone does it.
+SETPRIV = shutil.which("setpriv")
+
+
+def _render_without_write_override(doc: Path) -> subprocess.CompletedProcess:
+    if os.geteuid() != 0:
+        return run_cli("render", str(doc), "--html-only")
+    if SETPRIV is None:
+        pytest.skip("running as root without setpriv (util-linux): cannot drop CAP_DAC_OVERRIDE")
+    env = dict(os.environ, PYTHONPATH=str(REPO / "code"))
+    return subprocess.run([SETPRIV, "--bounding-set=-dac_override,-dac_read_search", "--",
+                           sys.executable, "-m", "deckbuild", "render", str(doc), "--html-only"],
+                          capture_output=True, text=True, env=env, timeout=120)
+
+
+@pytest.mark.parametrize("read_only, folder, purpose", [
+    (".cache", ".cache/deckbuild", "the cell cache"),
+    (".", "_output", "the output folder"),
+])
+def test_a_read_only_folder_is_found_before_any_cell_runs(deck, read_only, folder, purpose):
+    """Before: every cell ran, then the cache write failed with a PermissionError traceback."""
+    root = deck("errors")
+    (root / ".cache").mkdir()
+    (root / read_only).chmod(0o555)
+    try:
+        proc = _render_without_write_override(root / "good.qmd")
+    finally:
+        (root / read_only).chmod(0o755)
+    assert proc.returncode == 1 and TRACEBACK not in proc.stderr, proc.stderr
+    assert f"cannot write to {root / folder} ({purpose}): Permission denied" in proc.stderr
+    assert "kernel ready" not in proc.stderr

@@ -1,0 +1,145 @@
+"""Fault cases (issue 11) of the preview server: a port in use, build errors while it
+runs, requests from other sites (DNS rebinding) and malformed paths."""
+
+import http.client
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from deck_helpers import REPO
+
+TRACEBACK = "Traceback (most recent call last)"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Preview:
+    """A `deckbuild preview` process; its console goes to a file the test can read."""
+
+    def __init__(self, target: Path, log: Path, port: int | None = None):
+        self.port = port or _free_port()
+        self.log = log
+        env = dict(os.environ, PYTHONPATH=str(REPO / "code"))
+        with open(log, "w") as out:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "deckbuild", "preview", str(target), "--no-browser",
+                 "--port", str(self.port)], stdout=out, stderr=subprocess.STDOUT, env=env)
+
+    def console(self) -> str:
+        return self.log.read_text()
+
+    def get(self, path: str, host: str | None = None) -> tuple[int, bytes]:
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
+        try:
+            conn.putrequest("GET", path, skip_host=True)
+            conn.putheader("Host", f"127.0.0.1:{self.port}" if host is None else host)
+            conn.endheaders()
+            response = conn.getresponse()
+            return response.status, response.read()
+        finally:
+            conn.close()
+
+    def state(self) -> dict:
+        return json.loads(self.get("/__deckbuild/version")[1])
+
+    def wait(self, ready, what: str, timeout: float = 90):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            assert self.proc.poll() is None, f"preview exited:\n{self.console()}"
+            try:
+                value = ready()
+                if value:
+                    return value
+            except OSError:
+                pass
+            time.sleep(0.3)
+        raise AssertionError(f"timed out waiting for {what}:\n{self.console()}")
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait(timeout=30)
+
+
+@pytest.fixture
+def preview(tmp_path):
+    started = []
+
+    def start(target: Path, port: int | None = None) -> Preview:
+        started.append(Preview(target, tmp_path / f"console-{len(started)}.txt", port))
+        return started[-1]
+    yield start
+    for p in started:
+        if p.proc.poll() is None:
+            p.stop()
+
+
+def test_a_port_in_use_is_found_before_building(deck, tmp_path):
+    """Before: the whole deck was built, then the bind failed with an OSError traceback."""
+    root = deck("errors")
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        env = dict(os.environ, PYTHONPATH=str(REPO / "code"))
+        proc = subprocess.run([sys.executable, "-m", "deckbuild", "preview", str(root / "good.qmd"),
+                               "--no-browser", "--port", str(port)],
+                              capture_output=True, text=True, env=env, timeout=60)
+    assert proc.returncode == 1 and TRACEBACK not in proc.stderr, proc.stderr
+    assert (f"cannot serve the preview on 127.0.0.1:{port}: Address already in use (another "
+            "preview may be running; choose another port with --port)") in proc.stderr
+    assert "[deckbuild] good.qmd" not in proc.stderr and not (root / "_output").exists()
+
+
+def test_the_preview_survives_build_errors_shows_them_and_rebuilds(deck, preview):
+    """Before: a non-UTF-8 save ended the preview with a UnicodeDecodeError traceback."""
+    root = deck("errors")
+    doc = root / "good.qmd"
+    good = doc.read_bytes()
+    doc.write_bytes(good.replace(b"## One slide", b"## Caf\xe9"))   # latin-1, not UTF-8
+    p = preview(doc)
+    first = p.wait(lambda: p.state()["error"], "the first build's error")
+    assert "good.qmd:5: not UTF-8 text" in first
+    status, body = p.get("/good.html")          # no deck yet: the error page
+    assert status == 500 and b"good.qmd:5: not UTF-8 text" in body
+    doc.write_bytes(good)
+    p.wait(lambda: p.get("/good.html")[0] == 200, "the deck after the fix")
+    assert p.state()["error"] == ""
+    doc.write_bytes(good.replace(b'print("good output")', b"1 / 0"))
+    error = p.wait(lambda: p.state()["error"], "the error of the broken cell")
+    assert "cell 1 raised ZeroDivisionError" in error
+    status, body = p.get("/good.html")          # the last good deck, which shows the error
+    assert status == 200 and b"good output" in body and b"deckbuild-error" in body
+    doc.write_bytes(good.replace(b"## One slide", b"## Caf\xe9"))
+    p.wait(lambda: "not UTF-8" in p.state()["error"], "the second non-UTF-8 error")
+    # the console shows each error (the cell's own traceback included), never deckbuild's
+    assert p.proc.poll() is None
+    assert "UnicodeDecodeError" not in p.console() and "code/deckbuild" not in p.console()
+
+
+def test_requests_for_other_host_names_are_refused_and_nul_is_a_bad_request(deck, preview):
+    """DNS rebinding: a page on evil.example whose name now resolves to 127.0.0.1 sends
+    `Host: evil.example:port`; it must not read the deck or the error text. Before, it
+    could; and `%00` in a path printed a ValueError traceback on the console."""
+    root = deck("errors")
+    p = preview(root / "good.qmd")
+    p.wait(lambda: p.get("/good.html")[0] == 200, "the deck")
+    for host in (f"evil.example:{p.port}", "evil.example", f"127.0.0.1.evil.example:{p.port}", ""):
+        for path in ("/good.html", "/__deckbuild/version"):
+            status, body = p.get(path, host=host)
+            assert status == 403 and b"good output" not in body and b"version" not in body, host
+    for host in (f"localhost:{p.port}", f"127.0.0.1:{p.port}", "localhost", f"LOCALHOST:{p.port}"):
+        assert p.get("/good.html", host=host)[0] == 200, host
+    for path in ("/good%00.html", "/%00", "/good.html%00"):
+        assert p.get(path)[0] == 400, path
+    assert p.get("/good.html")[0] == 200
+    assert TRACEBACK not in p.console() and "ValueError" not in p.console()
