@@ -13,11 +13,12 @@ from . import checks
 
 
 def causal_mask(size: int, device=None) -> Tensor:
-    """Bool (size, size), True on and below the diagonal (Section 3.2.3).
+    """Bool (size, size), True on and below the diagonal (Section 3.2.3 masks inside attention).
 
-    Query position i may attend to key positions 0..i: "This masking, combined with fact
-    that the output embeddings are offset by one position, ensures that the predictions
-    for position i can depend only on the known outputs at positions less than i."
+    Query position i may attend to key positions 0..i. Section 3.1 (the decoder): "This
+    masking, combined with fact that the output embeddings are offset by one position,
+    ensures that the predictions for position i can depend only on the known outputs at
+    positions less than i."
     """
     checks.non_negative_int("size", size)
     return torch.ones(size, size, dtype=torch.bool, device=device).tril()  # (T, T)

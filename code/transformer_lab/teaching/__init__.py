@@ -5,9 +5,13 @@ slides, and timing. Import it explicitly (it pulls in matplotlib; the model does
     fig = tt.plot_attention(weights, query_labels, key_labels)
 
 Modules: ``style`` (the palette and rcParams), ``plots_attention``, ``plots_model``,
-``plots_training``, ``plots_speed`` (figures), ``introspection`` (shapes, gradient norms,
-source code), ``speed`` (timings) and ``cache`` (expensive results kept on disk, keyed
-by their inputs and the package's source). This file only re-exports them.
+``plots_training``, ``plots_speed``, ``plots_tokens`` (figures), ``introspection`` (shapes,
+gradient norms, source code), ``speed`` (timings), ``cache`` (expensive results kept on
+disk, keyed by their inputs and the package's source), ``by_hand`` (one head and layer
+normalisation step by step, LaTeX matrices), ``bleu`` (BLEU on one sentence pair),
+``bpe`` and ``corpus`` (byte-pair encoding learned on a small text), ``tables``
+(markdown tables) and ``legibility`` (text large enough for a slide). This file only
+re-exports them.
 """
 
 from .style import ATTENTION_CMAP, DIVERGING_CMAP, FIGSIZE, MASK_CMAP, PALETTE, SERIES_COLORS, STYLE
@@ -26,6 +30,13 @@ from .plots_training import (
     plot_training_curves,
 )
 from .plots_speed import plot_attention_cost, plot_decode_step_times
+from .plots_tokens import plot_vocabulary_tradeoff
 from .introspection import layer_gradient_norms, source_code, source_markdown, trace_shapes
 from .cache import cache_directory, cached, set_cache_directory
 from .speed import attention_cost, attention_paths, decode_step_times, median_times
+from .by_hand import OneHead, bmatrix, format_number, layer_norm, math_span, one_head_steps
+from .bleu import SentenceBleu, sentence_bleu
+from .bpe import BytePairEncoding, learn_bpe, pre_tokenize, split_sentences, tokens_per_sentence
+from .tables import markdown_table
+from .legibility import enlarge_text
+from . import corpus
