@@ -69,7 +69,7 @@ class RunConfig:
     preset: str = option("tiny", WHAT, f"model size, one of: {', '.join(PRESETS)}")
     seed: int = option(0, WHAT, "seeds the data, the initialisation and dropout")
     num_train: int = option(10_000, WHAT, "training examples to generate")
-    num_eval: int = option(500, WHAT, "validation and test examples (each)")
+    num_eval: int = option(500, WHAT, "validation and test examples (each, at least 1)")
     d_model: int | None = option(None, WHAT, "override the preset's d_model")
     num_layers: int | None = option(None, WHAT, "override the preset's N")
     num_heads: int | None = option(None, WHAT, "override the preset's h")
@@ -101,10 +101,9 @@ class RunConfig:
         checks.one_of("device", self.device, DEVICE_CHOICES)
         if not isinstance(self.seed, int) or isinstance(self.seed, bool):
             raise TypeError(f"seed must be an int, got {type(self.seed).__name__}")
-        for name in ("num_train", "eval_examples", "average_last", "keep_checkpoints", "beam_size",
+        for name in ("num_train", "num_eval", "eval_examples", "average_last", "keep_checkpoints", "beam_size",
                      "log_interval"):
             checks.positive_int(name, getattr(self, name))
-        checks.non_negative_int("num_eval", self.num_eval)
         for name in ("steps", "max_tokens", "warmup_steps", "eval_interval", "checkpoint_interval", "d_model",
                      "num_layers", "num_heads", "d_ff", "threads"):
             if getattr(self, name) is not None:
