@@ -122,6 +122,15 @@ def test_a_loadable_checkpoint_that_makes_no_model_is_a_checkpoint_error(tmp_pat
         tl.load_model(path)
 
 
+def test_a_corrupt_member_name_in_the_archive_is_one_short_line(tmp_path):
+    path = tl.save_checkpoint(small_state(), tmp_path / "ckpt.pt")
+    path.write_bytes(path.read_bytes().replace(b"data.pkl", b"dXta.pkl"))  # the pickle's name, everywhere
+    with pytest.raises(tl.CheckpointError) as caught:
+        tl.load_checkpoint(path)
+    assert str(caught.value) == (f"checkpoint {str(path)!r} is corrupt or unreadable: RuntimeError: "
+                                 f"PytorchStreamReader failed locating file data.pkl: file not found")
+
+
 def test_error_messages_are_one_line_without_escape_codes(tmp_path):
     path = tmp_path / "ckpt.pt"
     tl.save_checkpoint(small_state(), path)

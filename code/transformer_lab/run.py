@@ -145,8 +145,9 @@ def resumed_run(config: RunConfig, state: dict) -> dict:
     if conflicts:
         raise TrainError(
             f"cannot resume: {len(conflicts)} option(s) differ from the run in checkpoint {state['path']!r}: "
-            f"{'; '.join(conflicts)}. Leave them out (a resumed run keeps its checkpoint's) or start a new run in "
-            f"another output directory; only these may change on resume: {', '.join(RESUMABLE)}"
+            f"{'; '.join(conflicts)}. A resumed run keeps the options that define it: leave these out on the "
+            f"command line (from Python: RunConfig.from_run(checkpoint['run'], ...)) or start a new run in another "
+            f"output directory; only these may change on resume: {', '.join(RESUMABLE)}"
         )
     return dict(state["run"])
 

@@ -94,7 +94,7 @@ class RunConfig:
     clip_norm: float | None = option(None, OPTIMISATION, "clip the gradient's L2 norm (not in the paper)")
     device: str = option("auto", WHERE, f"one of: {', '.join(DEVICE_CHOICES)} (auto: cuda, mps, cpu)")
     output_dir: str | None = option(None, WHERE, "checkpoints, metrics.jsonl and summary.json (None: no file)")
-    resume: bool = option(False, WHERE, "continue from the latest checkpoint in the output directory")
+    resume: bool = option(False, WHERE, "continue the run in the output directory from its latest checkpoint, with its options")
     eval_interval: int | None = option(None, WHERE, "evaluate on the validation split every N steps")
     eval_examples: int = option(500, WHERE, "validation examples decoded per evaluation")
     checkpoint_interval: int | None = option(None, WHERE, "save every N steps (default: the eval interval)")
