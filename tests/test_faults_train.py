@@ -173,6 +173,14 @@ def test_resume_from_python_compares_the_config_with_the_checkpoint(trained, tmp
     assert tl.fit(same).step == 3
 
 
+def test_an_invalid_option_given_on_resume_is_blamed_on_the_option_not_the_checkpoint(trained, tmp_path):
+    run = copy_run(trained, tmp_path / "run")
+    config = tl.RunConfig(**{**SMALL, "d_model": 15}, task="reverse", seed=3, output_dir=str(run), resume=True,
+                          steps=4)
+    with pytest.raises(ValueError, match=r"^d_model=15 must be divisible by num_heads=2"):
+        tl.fit(config)
+
+
 def test_help_lists_the_options_that_may_change_on_resume():
     text = " ".join(train_cli.build_parser().format_help().split())
     assert ("Options given with --resume must agree with those, except these, which may change on resume: "

@@ -138,10 +138,11 @@ def fit(config: RunConfig, callbacks: Iterable[Callback] = ()) -> RunResult:
 def resumed_run(config: RunConfig, state: dict) -> dict:
     """The checkpoint's run definition, once ``config`` is found to agree with it."""
     try:
-        conflicts = config.conflicts(state["run"])
+        RunConfig.from_run(state["run"]).resolved()  # the checkpoint's side alone, so an error blames it
     except (KeyError, TypeError, ValueError) as e:
         raise TrainError(f"cannot resume: checkpoint {state['path']!r} holds an invalid run definition: "
                          f"{describe_error(e)}") from e
+    conflicts = config.conflicts(state["run"])
     if conflicts:
         raise TrainError(
             f"cannot resume: {len(conflicts)} option(s) differ from the run in checkpoint {state['path']!r}: "

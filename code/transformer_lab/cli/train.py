@@ -83,7 +83,7 @@ def parse(argv: list[str] | None = None) -> tuple[RunConfig, bool]:
     given.pop("no_progress", None)
     run = RunDirectory(options["output_dir"]).resume_state()["run"]
     try:
-        RunConfig.from_run(run)  # the checkpoint's own options first, so that an error names the right culprit
+        RunConfig.from_run(run).resolved()  # the checkpoint's own options first, so an error blames the right one
     except (KeyError, TypeError, ValueError) as e:
         raise TrainError(f"cannot resume: the checkpoint in {options['output_dir']!r} holds an invalid run "
                          f"definition ({type(e).__name__}: {e})") from e
