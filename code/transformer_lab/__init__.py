@@ -49,6 +49,7 @@ from .decoding import beam_search, generate, gnmt_length_penalty, greedy_decode,
 from .evaluation import corpus_bleu, evaluate
 from .checkpoint import (
     CheckpointError,
+    CheckpointWriteError,
     average_checkpoints,
     average_state_dicts,
     list_checkpoints,

@@ -7,8 +7,9 @@ order for each update: ``on_log`` (every ``log_interval`` steps, the training lo
 ``on_start`` before the first update and ``on_end`` with the result. Override the hooks
 you need; the others do nothing.
 
-Two ready ones serve the command line: :class:`ProgressBar` (tqdm, imported only when
-a bar starts) and :class:`ConsoleReport` (the test results, printed at the end).
+Two ready ones serve the command line: :class:`ProgressBar` (a tqdm bar on a terminal,
+imported only when a bar starts; one line per evaluation in a log) and
+:class:`ConsoleReport` (the test results, printed at the end).
 """
 
 from __future__ import annotations
@@ -61,31 +62,53 @@ class Callback:
 
 
 class ProgressBar(Callback):
-    """A tqdm bar with the latest loss, learning rate and tokens/s; validation lines above it."""
+    """Progress on ``file`` (default: ``sys.stderr`` when the run starts). On a terminal, a
+    tqdm bar with the latest loss, learning rate and tokens/s, and the validation lines
+    above it. Anywhere else (a log file, a pipe) no bar, whose carriage-return updates
+    would fill the log: one line per evaluation. ``bar=True`` or ``False`` decides instead."""
 
-    def __init__(self):
+    def __init__(self, bar: bool | None = None, file=None):
+        self.want_bar, self.file = bar, file
         self.bar = None
+        self.out = None
 
     def on_start(self, progress: Progress) -> None:
+        self.out = self.file if self.file is not None else sys.stderr
+        if not (self.want_bar if self.want_bar is not None else _is_terminal(self.out)):
+            return
         from tqdm import tqdm  # only the command line's bar needs it
 
         run = progress.run
         self.bar = tqdm(total=progress.steps, initial=progress.step, unit="step", dynamic_ncols=True,
-                        desc=f"{run['task']} ({run['preset']})")
+                        desc=f"{run['task']} ({run['preset']})", file=self.out)
 
     def on_log(self, progress: Progress, row: dict) -> None:
-        self.bar.set_postfix(loss=f"{row['loss']:.3f}", lr=f"{row['lr']:.2e}", tok_s=f"{row['tokens_per_s']:.0f}")
+        if self.bar is not None:
+            self.bar.set_postfix(loss=f"{row['loss']:.3f}", lr=f"{row['lr']:.2e}", tok_s=f"{row['tokens_per_s']:.0f}")
 
     def on_step(self, progress: Progress) -> None:
-        self.bar.update(1)
+        if self.bar is not None:
+            self.bar.update(1)
 
     def on_evaluate(self, progress: Progress, row: dict) -> None:
-        self.bar.write(f"step {progress.step}: val loss {row['val_loss']:.3f}, token acc "
-                       f"{row['val_token_accuracy']:.3f}, exact {row['val_exact_match']:.3f}, "
-                       f"BLEU {row['val_bleu']:.1f} ({progress.train_seconds:.1f} s of training)")
+        line = (f"step {progress.step}: val loss {row['val_loss']:.3f}, token acc "
+                f"{row['val_token_accuracy']:.3f}, exact {row['val_exact_match']:.3f}, "
+                f"BLEU {row['val_bleu']:.1f} ({progress.train_seconds:.1f} s of training)")
+        if self.bar is not None:
+            self.bar.write(line, file=self.out)
+        else:
+            print(line, file=self.out, flush=True)
 
     def on_end(self, progress: Progress, result: "RunResult") -> None:
-        self.bar.close()
+        if self.bar is not None:
+            self.bar.close()
+
+
+def _is_terminal(stream) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):  # no isatty, or a closed file
+        return False
 
 
 class ConsoleReport(Callback):

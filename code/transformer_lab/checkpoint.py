@@ -10,22 +10,36 @@ sampler's epoch and position: everything needed to continue a run exactly. Files
 written to a temporary name in the same directory and moved into place with
 ``os.replace``, so a crash or Ctrl-C never leaves a half-written checkpoint under the
 real name. Files are named ``step_00001234.pt`` inside a run's ``checkpoints/`` folder.
+
+Each checkpoint carries a SHA-256 digest of its contents (every tensor's bytes, dtype and
+shape, and every other value, in order), checked on load: bytes flipped on disk inside a
+tensor's data raise :class:`CheckpointError` naming the file instead of loading wrong
+weights. Checkpoints of format 1 (written before the digest existed) still load, with a
+warning that they cannot be verified. Loading is ``weights_only``: a file holding other
+Python objects is refused without running any of its code.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
+import pickle
 import random
 import re
 import tempfile
+import warnings
+import zipfile
 from pathlib import Path
 
 import torch
 
 from . import checks
 
-FORMAT = "transformer_lab.checkpoint/1"
+FORMAT = "transformer_lab.checkpoint/2"
+UNVERIFIED_FORMAT = "transformer_lab.checkpoint/1"  # the same, without the digest
+DIGEST_KEY = "sha256"
 REQUIRED_KEYS = ("format", "step", "model", "config", "src_vocab", "tgt_vocab")
+_ESCAPES = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _NAME = re.compile(r"^step_(\d+)\.pt$")
 AVERAGED_NAME = "averaged.pt"
 
@@ -34,28 +48,75 @@ class CheckpointError(ValueError):
     """A checkpoint that is missing, unreadable or not a transformer_lab checkpoint."""
 
 
+class CheckpointWriteError(OSError):
+    """A checkpoint that could not be written (a full disk, a read-only directory)."""
+
+
 def checkpoint_name(step: int) -> str:
     return f"step_{step:08d}.pt"
 
 
+def describe_error(error: BaseException, limit: int = 300) -> str:
+    """``error`` as one short line: its type and first sentence, terminal escape codes
+    removed (torch's messages carry bold text and paragraphs of advice)."""
+    text = " ".join(_ESCAPES.sub("", str(error)).split())
+    if len(text) > limit:
+        first = text.split(". ")[0]
+        text = first if len(first) <= limit else text[: limit - 3] + "..."
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
+
+
+def payload_digest(state: dict) -> str:
+    """SHA-256 of a checkpoint's contents: every value in order, tensors by dtype, shape
+    and bytes. The digest itself and the ``path`` that loading adds are left out."""
+    h = hashlib.sha256()
+    _feed(h, {k: v for k, v in state.items() if k not in (DIGEST_KEY, "path")})
+    return h.hexdigest()
+
+
+def _feed(h, value) -> None:
+    if isinstance(value, torch.Tensor):
+        t = value.detach().cpu().contiguous()
+        h.update(f"tensor {t.dtype} {tuple(t.shape)};".encode())
+        h.update(t.reshape(-1).view(torch.uint8).numpy())  # (numel * itemsize,) raw bytes
+    elif isinstance(value, dict):
+        h.update(f"dict {len(value)};".encode())
+        for key, item in value.items():
+            _feed(h, key)
+            _feed(h, item)
+    elif isinstance(value, (list, tuple)):
+        h.update(f"{type(value).__name__} {len(value)};".encode())
+        for item in value:
+            _feed(h, item)
+    else:  # str, int, float, bool, None: repr is exact for each
+        h.update(f"{type(value).__name__} {value!r};".encode())
+
+
 def save_checkpoint(state: dict, path: str | os.PathLike) -> Path:
-    """Write ``state`` to ``path`` atomically (temporary file, fsync, ``os.replace``)."""
+    """Write ``state`` to ``path`` atomically (temporary file, fsync, ``os.replace``), with
+    the digest of its contents. A failed write (a full disk: torch reports "unexpected
+    pos") raises :class:`CheckpointWriteError` naming the file and leaves no temporary behind."""
     path = Path(path)
     missing = [k for k in REQUIRED_KEYS if k != "format" and k not in state]
     if missing:
         raise ValueError(f"state is missing checkpoint key(s) {', '.join(missing)}")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    payload = {"format": FORMAT, **{k: v for k, v in state.items() if k not in (DIGEST_KEY, "path")}}
+    payload[DIGEST_KEY] = payload_digest(payload)
+    tmp = None
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
         with os.fdopen(fd, "wb") as f:
-            torch.save({"format": FORMAT, **state}, f)
+            torch.save(payload, f)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
+    except (OSError, RuntimeError) as e:  # torch's writer raises RuntimeError for OS errors
+        raise CheckpointWriteError(f"cannot write checkpoint {str(path)!r} (is the disk full or read-only?): "
+                                   f"{describe_error(e)}") from e
+    finally:
+        if tmp is not None and os.path.exists(tmp):
             os.unlink(tmp)
-        raise
     return path
 
 
@@ -91,23 +152,50 @@ def resolve_checkpoint(path: str | os.PathLike, prefer_averaged: bool = False) -
 
 
 def load_checkpoint(path: str | os.PathLike, map_location="cpu") -> dict:
-    """Read a checkpoint written by :func:`save_checkpoint` (``weights_only`` loading).
+    """Read a checkpoint written by :func:`save_checkpoint` (``weights_only`` loading) and
+    verify its digest.
 
-    A missing file, a truncated or corrupt one, or a file that is not a transformer_lab
-    checkpoint raises :class:`CheckpointError` naming the path.
+    A missing file, a truncated or corrupt one (its digest does not match), or a file
+    that is not a transformer_lab checkpoint raises :class:`CheckpointError` naming the
+    path, in one line.
     """
     path = resolve_checkpoint(path)
-    try:
-        state = torch.load(path, map_location=map_location, weights_only=True)
-    except Exception as e:  # torch raises many types for damaged files
-        raise CheckpointError(f"checkpoint {str(path)!r} is corrupt or unreadable: {type(e).__name__}: {e}") from e
-    if not isinstance(state, dict) or state.get("format") != FORMAT:
+    state = _read(path, map_location)
+    if not isinstance(state, dict) or state.get("format") not in (FORMAT, UNVERIFIED_FORMAT):
         raise CheckpointError(f"{str(path)!r} is not a transformer_lab checkpoint (expected format {FORMAT!r})")
     missing = [k for k in REQUIRED_KEYS if k not in state]
     if missing:
         raise CheckpointError(f"checkpoint {str(path)!r} lacks key(s) {', '.join(missing)}")
+    if state["format"] == UNVERIFIED_FORMAT:
+        warnings.warn(f"checkpoint {str(path)!r} was written before checkpoints carried a digest "
+                      f"({UNVERIFIED_FORMAT!r}): its contents cannot be verified", stacklevel=2)
+    elif state.get(DIGEST_KEY) != payload_digest(state):
+        raise CheckpointError(f"checkpoint {str(path)!r} is corrupt: its contents do not match the SHA-256 "
+                              f"digest stored in it (damaged after it was written)")
+    state.pop(DIGEST_KEY, None)
     state["path"] = str(path)
     return state
+
+
+def _read(path: Path, map_location) -> object:
+    """``torch.load(path, weights_only=True)`` with its many failures turned into one
+    :class:`CheckpointError` each."""
+    if not zipfile.is_zipfile(path):
+        raise CheckpointError(f"checkpoint {str(path)!r} is corrupt or unreadable: not a complete zip archive "
+                              f"as torch.save writes (truncated, or another kind of file)")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # torch warns about pickle protocols before failing
+            return torch.load(path, map_location=map_location, weights_only=True)
+    except pickle.UnpicklingError as e:
+        if "weights only" not in str(e).lower():
+            raise CheckpointError(f"checkpoint {str(path)!r} is corrupt or unreadable: {describe_error(e)}") from e
+        raise CheckpointError(
+            f"{str(path)!r} is not a checkpoint this package wrote: it holds Python objects other than "
+            f"tensors, numbers, strings and containers, and was refused without running any of its code"
+        ) from None
+    except Exception as e:  # torch raises many types for damaged files
+        raise CheckpointError(f"checkpoint {str(path)!r} is corrupt or unreadable: {describe_error(e)}") from e
 
 
 def prune_checkpoints(directory: str | os.PathLike, keep: int) -> None:

@@ -7,6 +7,7 @@ constructor reads ``self.d_model = checks.positive_int("d_model", d_model)``.
 
 from __future__ import annotations
 
+import math
 from typing import Any, Collection
 
 import torch
@@ -43,9 +44,27 @@ def positive_even_int(name: str, value: Any, why: str = "") -> int:
 
 
 def positive_number(name: str, value: Any) -> float:
-    """``value`` if it is a number > 0."""
-    if not _is_number(value) or not value > 0:
-        raise ValueError(f"{name} must be positive, got {value!r}")
+    """``value`` if it is a finite number > 0."""
+    if not _is_number(value) or not 0 < value < math.inf:
+        raise ValueError(f"{name} must be positive and finite, got {value!r}")
+    return value
+
+
+def finite_number(name: str, value: Any, minimum: float | None = None) -> float:
+    """``value`` if it is a finite number (not NaN or inf), at least ``minimum`` if given."""
+    if not _is_number(value) or not math.isfinite(value) or (minimum is not None and value < minimum):
+        bound = "" if minimum is None else f" >= {minimum}"
+        raise ValueError(f"{name} must be a finite number{bound}, got {value!r}")
+    return value
+
+
+def index(name: str, value: Any, size: int) -> int:
+    """``value`` if it is an int in [0, size): a token id, a position (a ``TypeError`` for a
+    float or a bool, which would index silently after a cast)."""
+    if not _is_int(value):
+        raise TypeError(f"{name} must be an int in [0, {size}), got {type(value).__name__} {value!r}")
+    if not 0 <= value < size:
+        raise ValueError(f"{name} must be in [0, {size}), got {value!r}")
     return value
 
 

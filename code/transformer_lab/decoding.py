@@ -23,16 +23,31 @@ from . import checks
 from .model import Transformer
 
 
+def _check_src(src: Tensor) -> None:
+    if not isinstance(src, Tensor) or src.dim() != 2:
+        raise ValueError(f"src must be a (B, S) tensor of token ids, got {getattr(src, 'shape', src)!r}")
+
+
 def _check(model, src: Tensor, max_len: int, bos_id: int, eos_id: int | None) -> None:
     if not isinstance(model, Transformer):
         raise TypeError(f"model must be a transformer_lab.Transformer, got {type(model).__name__}")
-    if not isinstance(src, Tensor) or src.dim() != 2:
-        raise ValueError(f"src must be a (B, S) tensor of token ids, got {getattr(src, 'shape', src)!r}")
+    _check_src(src)
     checks.positive_int("max_len", max_len)
-    vocab = model.config.tgt_vocab_size
-    for name, value in (("bos_id", bos_id), ("eos_id", eos_id)):
-        if value is not None and not 0 <= value < vocab:
-            raise ValueError(f"{name} must be in [0, {vocab}), got {value!r}")
+    checks.index("bos_id", bos_id, model.config.tgt_vocab_size)
+    if eos_id is not None:
+        checks.index("eos_id", eos_id, model.config.tgt_vocab_size)
+
+
+def _check_finite(logits: Tensor, step: int) -> None:
+    """Stop at the first step whose logits (B, V) hold NaN or inf: every choice after it
+    would be junk (argmax of NaN is an arbitrary id; log-softmax spreads NaN over the beam).
+    One reduction per step; the ``bool`` waits for it, as the next step's input does anyway."""
+    if not bool(torch.isfinite(logits).all()):
+        rows = (~torch.isfinite(logits)).any(dim=-1).nonzero().flatten().tolist()
+        raise FloatingPointError(
+            f"decoding step {step}: the model's logits are not finite (NaN or inf) in batch row(s) {rows[:8]}; "
+            f"its weights or inputs hold NaN or inf (a diverged training run, a damaged checkpoint)"
+        )
 
 
 def gnmt_length_penalty(length: int, alpha: float) -> float:
@@ -62,7 +77,8 @@ def greedy_steps(
     After a row's ``eos_id`` the row holds ``model.config.pad_id``; with ``eos_id=None`` no
     row ever ends. The caller decides when to stop (:func:`greedy_decode` does at
     ``max_len`` or when every row has ended). Without the cache every step re-runs the
-    decoder on the whole prefix (same tokens, quadratically more work).
+    decoder on the whole prefix (same tokens, quadratically more work). Logits holding NaN
+    or inf raise ``FloatingPointError`` naming the step (step n predicts token n).
     """
     memory, src_mask = _encode(model, src, src_mask)  # (B, S, D)
     tokens = torch.full((src.size(0), 1), bos_id, dtype=torch.long, device=src.device)  # (B, 1)
@@ -71,8 +87,9 @@ def greedy_steps(
     while True:
         yield tokens
         new = tokens[:, -1:] if use_cache else tokens  # (B, 1) with the cache, else (B, L)
-        logits = model.decode(new, memory, src_mask, cache=cache)  # (B, 1 or L, V)
-        next_token = logits[:, -1].argmax(dim=-1).masked_fill(finished, model.config.pad_id)  # (B,)
+        logits = model.decode(new, memory, src_mask, cache=cache)[:, -1]  # (B, V)
+        _check_finite(logits, tokens.size(1))
+        next_token = logits.argmax(dim=-1).masked_fill(finished, model.config.pad_id)  # (B,)
         tokens = torch.cat([tokens, next_token[:, None]], dim=1)  # (B, L + 1)
         if eos_id is not None:
             finished |= next_token == eos_id
@@ -176,10 +193,12 @@ def beam_search(
     candidates are kept: those ending in EOS among the top k are finished and scored
     with the length penalty (|Y| counts the generated tokens, EOS included); the best k
     others go on. An example stops when k hypotheses are finished; at ``max_len`` the
-    live ones are finished as they are. Beam size 1 is greedy decoding.
+    live ones are finished as they are. Beam size 1 is greedy decoding. Logits holding NaN
+    or inf raise ``FloatingPointError`` naming the step, as in greedy decoding.
     """
     _check(model, src, max_len, bos_id, eos_id)
     k = checks.positive_int("beam_size", beam_size)
+    checks.finite_number("length_penalty", length_penalty, minimum=0.0)
     vocab = model.config.tgt_vocab_size
     if 2 * k > vocab:
         raise ValueError(f"beam_size={k} needs a vocabulary of at least {2 * k} tokens, got {vocab}")
@@ -191,6 +210,7 @@ def beam_search(
     beams, cache = _Beams(src.size(0), k, bos_id, length_penalty, src.device), model.new_cache()
     for step in range(1, max_len):
         logits = model.decode(beams.tokens[:, -1:], memory, src_mask, cache=cache)[:, -1]  # (B*k, V)
+        _check_finite(logits, step)
         top_scores, beam, token = beams.candidates(torch.log_softmax(logits.float(), dim=-1))
         is_eos = token == eos_id  # (B, 2k)
         beams.finish(step, top_scores, beam, token, is_eos, last=step == max_len - 1)
@@ -214,7 +234,9 @@ def generate(
     tokens ("input length + 50"), capped at the model's ``max_len``; greedy when
     ``beam_size`` is 1 (beam size 1 is greedy decoding), beam search otherwise."""
     checks.positive_int("beam_size", beam_size)
+    checks.finite_number("length_penalty", length_penalty, minimum=0.0)
     checks.non_negative_int("extra_length", extra_length)
+    _check_src(src)
     max_len = min(src.size(1) + extra_length, model.config.max_len)
     if beam_size == 1:
         return greedy_decode(model, src, max_len, bos_id, eos_id, src_mask=src_mask)

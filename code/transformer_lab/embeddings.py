@@ -16,12 +16,15 @@ from torch import Tensor, nn
 
 from . import checks
 
+TOKEN_DTYPES = (torch.long, torch.int32)
+
 
 def check_token_ids(tokens: Tensor, vocab_size: int, name: str = "tokens") -> None:
-    """Raise a clear error unless ``tokens`` is an integer tensor with ids in [0, vocab_size)."""
+    """Raise a clear error unless ``tokens`` holds ids in [0, vocab_size) as ``torch.long``
+    (or ``torch.int32``, the other index type ``nn.Embedding`` takes)."""
     checks.tensor(name, tokens)
-    if tokens.dtype.is_floating_point or tokens.dtype.is_complex or tokens.dtype == torch.bool:
-        raise TypeError(f"{name} must hold integer token ids (torch.long), got dtype {tokens.dtype}")
+    if tokens.dtype not in TOKEN_DTYPES:
+        raise TypeError(f"{name} must hold integer token ids as torch.long (or torch.int32), got dtype {tokens.dtype}")
     if tokens.numel() == 0:
         return
     low, high = int(tokens.min()), int(tokens.max())
@@ -67,8 +70,9 @@ class TokenEmbedding(nn.Module):
             with torch.no_grad():
                 self.embedding.weight[self.padding_idx].zero_()
 
-    def forward(self, tokens: Tensor) -> Tensor:
-        check_token_ids(tokens, self.vocab_size)
+    def forward(self, tokens: Tensor, name: str = "tokens") -> Tensor:
+        """``name`` is what an error calls ``tokens`` (the model passes ``src`` or ``tgt``)."""
+        check_token_ids(tokens, self.vocab_size, name)
         return self.embedding(tokens) * self.scale  # (B, L, D)
 
     def extra_repr(self) -> str:

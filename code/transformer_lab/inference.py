@@ -13,7 +13,8 @@ import os
 
 import torch
 
-from .checkpoint import load_checkpoint, resolve_checkpoint
+from . import checks
+from .checkpoint import CheckpointError, describe_error, load_checkpoint, resolve_checkpoint
 from .data import BOS_ID, EOS_ID, Vocabulary
 from .decoding import generate
 from .model import Transformer, TransformerConfig
@@ -23,12 +24,38 @@ from .recording import record_attention
 def load_model(checkpoint: str | os.PathLike, prefer_averaged: bool = True,
                device: str | torch.device = "cpu") -> tuple[Transformer, Vocabulary, Vocabulary]:
     """(model in eval mode, source vocabulary, target vocabulary) from a checkpoint file or
-    a run's output directory (the averaged model when there is one)."""
+    a run's output directory (the averaged model when there is one). A checkpoint whose
+    config, vocabularies or weights do not make a model raises :class:`CheckpointError`."""
     state = load_checkpoint(resolve_checkpoint(checkpoint, prefer_averaged=prefer_averaged))
-    model = Transformer(TransformerConfig(**state["config"]))
-    model.load_state_dict(state["model"])
-    return (model.to(device).eval(), Vocabulary.from_dict(state["src_vocab"]),
-            Vocabulary.from_dict(state["tgt_vocab"]))
+    model, src_vocab, tgt_vocab = model_from_state(state)
+    return model.to(device).eval(), src_vocab, tgt_vocab
+
+
+def model_from_state(state: dict) -> tuple[Transformer, Vocabulary, Vocabulary]:
+    """(model, source vocabulary, target vocabulary) rebuilt from a loaded checkpoint
+    (:func:`load_checkpoint`'s dict); a part that does not fit raises
+    :class:`CheckpointError` naming the file and the part."""
+    path = state["path"]
+    try:
+        config = TransformerConfig(**state["config"])
+    except (TypeError, ValueError) as e:
+        raise CheckpointError(f"checkpoint {path!r} has an invalid model config: {describe_error(e)}") from e
+    vocabs = []
+    for key, size in (("src_vocab", config.src_vocab_size), ("tgt_vocab", config.tgt_vocab_size)):
+        try:
+            vocabs.append(Vocabulary.from_dict(state[key]))
+        except (TypeError, ValueError) as e:
+            raise CheckpointError(f"checkpoint {path!r} has an invalid {key}: {describe_error(e)}") from e
+        if len(vocabs[-1]) != size:
+            raise CheckpointError(f"checkpoint {path!r} has a {key} of {len(vocabs[-1])} symbols for a model "
+                                  f"config of {size}")
+    model = Transformer(config)
+    try:
+        model.load_state_dict(state["model"])
+    except (RuntimeError, TypeError, ValueError) as e:  # missing, unexpected or misshapen entries
+        raise CheckpointError(f"checkpoint {path!r} holds weights that do not fit its model config: "
+                              f"{describe_error(e)}") from e
+    return model, vocabs[0], vocabs[1]
 
 
 @torch.no_grad()
@@ -36,13 +63,26 @@ def translate(model: Transformer, src_vocab: Vocabulary, tgt_vocab: Vocabulary, 
               beam_size: int = 1, length_penalty: float = 0.6,
               extra_length: int = 50) -> tuple[list[int], torch.Tensor]:
     """Output ids (``<bos>`` ... ``<eos>``) for ``text`` and the source ids (1, S).
-    Unknown source symbols become ``<unk>`` with a warning (from ``Vocabulary.encode``)."""
+    Unknown source symbols become ``<unk>`` with a warning (from ``Vocabulary.encode``);
+    a text without a symbol is a ``ValueError``."""
     device = next(model.parameters()).device
+    if not src_vocab.tokens(text):
+        raise ValueError(f"text must hold at least one symbol to translate, got {text!r}")
     src = torch.tensor([src_vocab.encode(text)], dtype=torch.long, device=device)  # (1, S)
     ids = generate(model, src, BOS_ID, EOS_ID, beam_size, length_penalty, extra_length)[0].tolist()
     if EOS_ID in ids:
         ids = ids[: ids.index(EOS_ID) + 1]
     return ids, src
+
+
+def check_layer_head(model: Transformer, layer: int, head: int | None) -> None:
+    """Raise unless decoder ``layer`` (negative counts from the end) and ``head`` (or None,
+    the mean of all heads) exist in ``model``."""
+    num_layers, num_heads = model.config.num_layers, model.config.num_heads
+    if isinstance(layer, bool) or not isinstance(layer, int) or not -num_layers <= layer < num_layers:
+        raise ValueError(f"layer must be an int in [{-num_layers}, {num_layers}), got {layer!r}")
+    if head is not None:
+        checks.index("head", head, num_heads)
 
 
 @torch.no_grad()
@@ -51,11 +91,7 @@ def cross_attention(model: Transformer, src: torch.Tensor, out_ids: list[int], l
     """Cross-attention weights (T, S) of the decoder reading ``out_ids`` (teacher forcing):
     row t is what output token t+1 attended to when it was predicted. Averaged over heads
     unless ``head`` is given."""
-    num_layers, num_heads = model.config.num_layers, model.config.num_heads
-    if not -num_layers <= layer < num_layers:
-        raise ValueError(f"layer must be in [{-num_layers}, {num_layers}), got {layer!r}")
-    if head is not None and not 0 <= head < num_heads:
-        raise ValueError(f"head must be in [0, {num_heads}), got {head!r}")
+    check_layer_head(model, layer, head)
     tgt = torch.tensor([out_ids[:-1]], dtype=torch.long, device=src.device)  # (1, T)
     with record_attention(model, [model.decoder.layers[layer].cross_attn]) as attn:
         model(src, tgt)

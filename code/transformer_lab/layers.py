@@ -24,8 +24,9 @@ from .multi_head_attention import KVCache, MultiHeadAttention
 class _Layer(nn.Module):
     """What both layers share: the residual connection and its normalisation."""
 
-    def __init__(self, d_model: int, dropout: float, norm_first: bool):
+    def __init__(self, d_model: int, dropout: float, norm_first: bool, layer_norm_eps: float):
         super().__init__()
+        checks.positive_number("layer_norm_eps", layer_norm_eps)  # LayerNorm divides by sqrt(var + eps)
         self.norm_first = norm_first
         self.dropout = nn.Dropout(checks.fraction("dropout", dropout))
 
@@ -60,7 +61,7 @@ class EncoderLayer(_Layer):
         norm_first: bool = False,
         layer_norm_eps: float = 1e-5,
     ):
-        super().__init__(d_model, dropout, norm_first)
+        super().__init__(d_model, dropout, norm_first, layer_norm_eps)
         self.self_attn = MultiHeadAttention(d_model, num_heads, d_k, d_v, dropout=attention_dropout)
         self.feed_forward = PositionwiseFeedForward(d_model, d_ff, dropout=activation_dropout)
         self.norm1 = nn.LayerNorm(d_model, eps=layer_norm_eps)
@@ -126,7 +127,7 @@ class DecoderLayer(_Layer):
         norm_first: bool = False,
         layer_norm_eps: float = 1e-5,
     ):
-        super().__init__(d_model, dropout, norm_first)
+        super().__init__(d_model, dropout, norm_first, layer_norm_eps)
         self.self_attn = MultiHeadAttention(d_model, num_heads, d_k, d_v, dropout=attention_dropout)
         self.cross_attn = MultiHeadAttention(d_model, num_heads, d_k, d_v, dropout=attention_dropout)
         self.feed_forward = PositionwiseFeedForward(d_model, d_ff, dropout=activation_dropout)

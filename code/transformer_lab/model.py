@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+import torch
 from torch import Tensor, nn
 
 from . import checks
@@ -62,6 +63,9 @@ class TransformerConfig:
         for name in ("dropout", "attention_dropout", "activation_dropout"):
             checks.fraction(name, getattr(self, name))
         checks.one_of("positional", self.positional, POSITIONAL_KINDS)
+        checks.positive_number("layer_norm_eps", self.layer_norm_eps)
+        checks.positive_int("beam_size", self.beam_size)
+        checks.finite_number("length_penalty", self.length_penalty, minimum=0.0)
         if self.positional == "sinusoidal":
             checks.positive_even_int("d_model", self.d_model, "sinusoidal positions come in sin/cos pairs")
         if self.shared_vocab and self.src_vocab_size != self.tgt_vocab_size:
@@ -168,9 +172,10 @@ class Transformer(nn.Module):
     def encode(self, src: Tensor, src_mask: Tensor | None = None) -> Tensor:
         """src (B, S) -> memory (B, S, D). ``src_mask`` defaults to :meth:`src_mask`."""
         self._check_tokens("src", src)
+        self._check_mask("src_mask", src_mask)
         if src_mask is None:
             src_mask = self.src_mask(src)
-        x = self.src_positions(self.src_embed(src))  # (B, S, D)
+        x = self.src_positions(self.src_embed(src, name="src"))  # (B, S, D)
         return self.encoder(x, src_mask)  # (B, S, D)
 
     def decode(
@@ -189,6 +194,9 @@ class Transformer(nn.Module):
         cache knows how many came before.
         """
         self._check_tokens("tgt", tgt)
+        self._check_mask("src_mask", src_mask)
+        self._check_mask("tgt_mask", tgt_mask)
+        checks.tensor("memory", memory)
         if memory.size(0) != tgt.size(0):
             raise ValueError(
                 f"memory and tgt must have the same batch size, got {memory.size(0)} and {tgt.size(0)}"
@@ -196,7 +204,7 @@ class Transformer(nn.Module):
         offset = 0 if cache is None else cache.length
         if tgt_mask is None and (cache is None or tgt.size(1) > 1):  # one new token sees everything
             tgt_mask = self.tgt_mask(tgt, offset)
-        x = self.tgt_positions(self.tgt_embed(tgt), offset=offset)  # (B, T, D)
+        x = self.tgt_positions(self.tgt_embed(tgt, name="tgt"), offset=offset)  # (B, T, D)
         x = self.decoder(x, memory, src_mask, tgt_mask, cache=cache)  # (B, T, D)
         return self.output_projection(x)  # (B, T, V)
 
@@ -213,6 +221,7 @@ class Transformer(nn.Module):
         """
         self._check_tokens("src", src)
         self._check_tokens("tgt", tgt)
+        self._check_mask("src_mask", src_mask)
         if src.size(0) != tgt.size(0):
             raise ValueError(f"src and tgt must have the same batch size, got {src.size(0)} and {tgt.size(0)}")
         if src_mask is None:
@@ -225,6 +234,19 @@ class Transformer(nn.Module):
         return DecoderCache.empty(self.config.num_layers)
 
     def _check_tokens(self, name: str, tokens: Tensor) -> None:
+        """``src`` or ``tgt``: (B, L) with B >= 1 and L >= 1."""
         if not isinstance(tokens, Tensor) or tokens.dim() != 2:
             shape = tuple(tokens.shape) if isinstance(tokens, Tensor) else type(tokens).__name__
             raise ValueError(f"{name} must be a (B, L) tensor of token ids, got {shape}")
+        if tokens.numel() == 0:
+            raise ValueError(f"{name} must hold at least one sequence of at least one token (B >= 1, L >= 1), "
+                             f"got shape {tuple(tokens.shape)}")
+        # dtype and range: checked once, by the embedding, under this name
+
+    @staticmethod
+    def _check_mask(name: str, mask: Tensor | None) -> None:
+        """A mask is a boolean tensor (True = may attend); its shape is checked where it is used."""
+        if mask is not None:
+            checks.tensor(name, mask)
+            if mask.dtype != torch.bool:
+                raise TypeError(f"{name} must be a boolean tensor (True = may attend), got dtype {mask.dtype}")

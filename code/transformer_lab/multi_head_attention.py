@@ -122,9 +122,9 @@ class MultiHeadAttention(nn.Module):
 
     def merge_heads(self, x: Tensor) -> Tensor:
         """(B, H, T, Kv) -> (B, T, H*Kv): Concat(head_1, ..., head_h) along the features."""
-        batch, _, length, _ = x.shape
+        batch, heads, length, head_dim = x.shape
         x = x.transpose(1, 2)  # (B, T, H, Kv)
-        return x.reshape(batch, length, -1)  # (B, T, H*Kv)
+        return x.reshape(batch, length, heads * head_dim)  # (B, T, H*Kv)
 
     def forward(
         self,
@@ -141,6 +141,8 @@ class MultiHeadAttention(nn.Module):
         ``key``/``value`` on its first use and reuses them afterwards.
         """
         self._check_inputs(query, key, value, cache)
+        if mask is not None:
+            checks.tensor("mask", mask)
         q = self.split_heads(self.w_q(query), self.d_k)  # (B, H, T, K)
         k, v = self.project_key_value(key, value, cache)  # (B, H, S, K), (B, H, S, Kv)
         mask = as_attention_mask(mask)

@@ -18,6 +18,7 @@ DistributedDataParallel (see ``distributed``). Callbacks receive the run's event
 
 from __future__ import annotations
 
+import contextlib
 import random
 import signal
 import time
@@ -29,7 +30,7 @@ import torch
 from torch.nn.parallel import DistributedDataParallel
 
 from .callbacks import Callback, Progress
-from .checkpoint import rng_state, set_rng_state
+from .checkpoint import describe_error, rng_state, set_rng_state
 from .data import Batch, Vocabulary, collate, make_loaders
 from .distributed import (
     DistInfo,
@@ -42,7 +43,7 @@ from .distributed import (
 )
 from .evaluation import evaluate
 from .model import Transformer, TransformerConfig
-from .run_config import RunConfig, recipe
+from .run_config import RESUMABLE, RunConfig, recipe
 from .run_files import RunDirectory, TrainError
 from .training import LabelSmoothingLoss, WarmupSchedule, make_optimizer, train_step
 
@@ -104,7 +105,13 @@ def model_config(run: dict, src_vocab: Vocabulary, tgt_vocab: Vocabulary) -> Tra
 
 
 def fit(config: RunConfig, callbacks: Iterable[Callback] = ()) -> RunResult:
-    """Train as ``config`` says, report to ``callbacks``, return the :class:`RunResult`."""
+    """Train as ``config`` says, report to ``callbacks``, return the :class:`RunResult`.
+
+    With an ``output_dir``, the run holds the directory's lock from start to end (a second
+    run into it is refused) and checks that it can write there before the first step.
+    ``resume=True`` continues the latest checkpoint's run; the options that define a run
+    (``RUN_OPTIONS``) must agree with the checkpoint's, or a TrainError lists each one.
+    """
     if not isinstance(config, RunConfig):
         raise TypeError(f"config must be a RunConfig, got {type(config).__name__}")
     info = env_dist_info()
@@ -114,17 +121,36 @@ def fit(config: RunConfig, callbacks: Iterable[Callback] = ()) -> RunResult:
     if config.deterministic:
         torch.use_deterministic_algorithms(True)
     files = RunDirectory(config.output_dir) if config.output_dir is not None else None
-    state = files.resume_state() if config.resume else None
-    if files is not None and state is None:
-        files.check_fresh()
-    run = dict(state["run"]) if state is not None else config.definition()
-    init_distributed(info, device)
+    with files.claim() if files is not None and info.is_main else contextlib.nullcontext():
+        state = files.resume_state() if config.resume else None
+        if files is not None and state is None:
+            files.check_fresh()
+        run = resumed_run(config, state) if state is not None else config.definition()
+        init_distributed(info, device)
+        try:
+            trainer = _Trainer(config, run, info, device, files, list(callbacks) if info.is_main else [])
+            trainer.restore(state)
+            return trainer.train()
+        finally:
+            shutdown_distributed()
+
+
+def resumed_run(config: RunConfig, state: dict) -> dict:
+    """The checkpoint's run definition, once ``config`` is found to agree with it."""
     try:
-        trainer = _Trainer(config, run, info, device, files, list(callbacks) if info.is_main else [])
-        trainer.restore(state)
-        return trainer.train()
-    finally:
-        shutdown_distributed()
+        RunConfig.from_run(state["run"]).resolved()  # the checkpoint's side alone, so an error blames it
+    except (KeyError, TypeError, ValueError) as e:
+        raise TrainError(f"cannot resume: checkpoint {state['path']!r} holds an invalid run definition: "
+                         f"{describe_error(e)}") from e
+    conflicts = config.conflicts(state["run"])
+    if conflicts:
+        raise TrainError(
+            f"cannot resume: {len(conflicts)} option(s) differ from the run in checkpoint {state['path']!r}: "
+            f"{'; '.join(conflicts)}. A resumed run keeps the options that define it: leave these out on the "
+            f"command line (from Python: RunConfig.from_run(checkpoint['run'], ...)) or start a new run in another "
+            f"output directory; only these may change on resume: {', '.join(RESUMABLE)}"
+        )
+    return dict(state["run"])
 
 
 class _StopFlag:
@@ -207,24 +233,30 @@ class _Trainer:
     def restore(self, state: dict | None) -> None:
         """Continue from a checkpoint's state (or start fresh), then wrap for DDP."""
         if state is not None:
-            if state["config"] != self.model_config.to_dict():
-                raise TrainError(f"checkpoint {state['path']!r} has a different model config from this run")
-            vocabs = (Vocabulary.from_dict(state["src_vocab"]), Vocabulary.from_dict(state["tgt_vocab"]))
-            if vocabs != (self.loaders.src_vocab, self.loaders.tgt_vocab):
-                raise TrainError(f"checkpoint {state['path']!r} has different vocabularies from the generated data")
-            self.model.load_state_dict(state["model"])
-            self.optimizer.load_state_dict(state["optimizer"])
-            self.scheduler.load_state_dict(state["scheduler"])
-            set_rng_state(state["rng"][self.info.rank % len(state["rng"])])
-            p = self.progress
-            p.step, p.epoch, p.position = state["step"], state["sampler"]["epoch"], state["sampler"]["position"]
-            p.train_seconds = state.get("train_seconds", 0.0)
-            self.last_saved = p.step
+            try:
+                self._load(state)
+            except (KeyError, TypeError, ValueError, RuntimeError, IndexError) as e:
+                raise TrainError(f"cannot resume: checkpoint {state['path']!r} does not fit this run: "
+                                 f"{describe_error(e)}") from e
         if self.files is not None and self.info.is_main:
-            self.files.create()
             self.progress.history = self.files.read_history(self.progress.step)
         device_ids = [self.device.index] if self.device.type == "cuda" else None
         self.ddp = DistributedDataParallel(self.model, device_ids=device_ids) if self.info.enabled else self.model
+
+    def _load(self, state: dict) -> None:
+        if state["config"] != self.model_config.to_dict():
+            raise ValueError("its model config differs from the one its run definition gives")
+        vocabs = (Vocabulary.from_dict(state["src_vocab"]), Vocabulary.from_dict(state["tgt_vocab"]))
+        if vocabs != (self.loaders.src_vocab, self.loaders.tgt_vocab):
+            raise ValueError("its vocabularies differ from the generated data's")
+        self.model.load_state_dict(state["model"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.scheduler.load_state_dict(state["scheduler"])
+        set_rng_state(state["rng"][self.info.rank % len(state["rng"])])
+        p = self.progress
+        p.step, p.epoch, p.position = state["step"], state["sampler"]["epoch"], state["sampler"]["position"]
+        p.train_seconds = state.get("train_seconds", 0.0)
+        self.last_saved = p.step
 
     def train(self) -> RunResult:
         self.emit("on_start")

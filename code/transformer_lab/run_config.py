@@ -9,6 +9,12 @@ itself once, when it is made. Options left at ``None`` take the preset's value f
 Toy runs are thousands of times shorter than the paper's 100,000 steps, so the ``tiny``
 preset shortens the warm-up and raises the schedule's factor; the ``base`` and ``big``
 presets keep the paper's 4,000 warm-up steps and factor 1.
+
+The options in ``RUN_OPTIONS`` define a run (its data, model and optimisation) and are
+saved in every checkpoint; a resumed run must agree with them (:meth:`RunConfig.conflicts`
+lists each difference), and :meth:`RunConfig.from_run` rebuilds a config from them. The
+others (``RESUMABLE``: how long, how often to evaluate and save, where) may change on
+resume.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from dataclasses import dataclass, field
 from . import checks
 from .data import TASKS
 from .distributed import DEVICE_CHOICES
+from .model import TransformerConfig
 
 PRESETS = ("tiny", "base", "big")
 
@@ -37,6 +44,9 @@ TASK_RECIPES: dict[tuple[str, str], dict] = {
     ("tiny", "copy"): dict(max_tokens=1024, model=dict(num_layers=1)),
 }
 MODEL_OPTIONS = ("d_model", "num_layers", "num_heads", "d_ff", "dropout")
+# The options that define a run: saved in its checkpoints, fixed for its whole life.
+RUN_OPTIONS = ("task", "preset", "seed", "num_train", "num_eval", "max_tokens", "warmup_steps", "lr_factor",
+               "label_smoothing", "clip_norm") + MODEL_OPTIONS
 
 # The groups of the command line's --help, in order.
 WHAT, HOW_LONG, OPTIMISATION, WHERE = "what to train", "how long", "optimisation (Section 5.3-5.4)", "where and how"
@@ -69,7 +79,7 @@ class RunConfig:
     preset: str = option("tiny", WHAT, f"model size, one of: {', '.join(PRESETS)}")
     seed: int = option(0, WHAT, "seeds the data, the initialisation and dropout")
     num_train: int = option(10_000, WHAT, "training examples to generate")
-    num_eval: int = option(500, WHAT, "validation and test examples (each)")
+    num_eval: int = option(500, WHAT, "validation and test examples (each, at least 1)")
     d_model: int | None = option(None, WHAT, "override the preset's d_model")
     num_layers: int | None = option(None, WHAT, "override the preset's N")
     num_heads: int | None = option(None, WHAT, "override the preset's h")
@@ -84,7 +94,7 @@ class RunConfig:
     clip_norm: float | None = option(None, OPTIMISATION, "clip the gradient's L2 norm (not in the paper)")
     device: str = option("auto", WHERE, f"one of: {', '.join(DEVICE_CHOICES)} (auto: cuda, mps, cpu)")
     output_dir: str | None = option(None, WHERE, "checkpoints, metrics.jsonl and summary.json (None: no file)")
-    resume: bool = option(False, WHERE, "continue from the latest checkpoint in the output directory")
+    resume: bool = option(False, WHERE, "continue the run in the output directory from its latest checkpoint, with its options")
     eval_interval: int | None = option(None, WHERE, "evaluate on the validation split every N steps")
     eval_examples: int = option(500, WHERE, "validation examples decoded per evaluation")
     checkpoint_interval: int | None = option(None, WHERE, "save every N steps (default: the eval interval)")
@@ -101,10 +111,9 @@ class RunConfig:
         checks.one_of("device", self.device, DEVICE_CHOICES)
         if not isinstance(self.seed, int) or isinstance(self.seed, bool):
             raise TypeError(f"seed must be an int, got {type(self.seed).__name__}")
-        for name in ("num_train", "eval_examples", "average_last", "keep_checkpoints", "beam_size",
+        for name in ("num_train", "num_eval", "eval_examples", "average_last", "keep_checkpoints", "beam_size",
                      "log_interval"):
             checks.positive_int(name, getattr(self, name))
-        checks.non_negative_int("num_eval", self.num_eval)
         for name in ("steps", "max_tokens", "warmup_steps", "eval_interval", "checkpoint_interval", "d_model",
                      "num_layers", "num_heads", "d_ff", "threads"):
             if getattr(self, name) is not None:
@@ -124,6 +133,31 @@ class RunConfig:
     def replace(self, **changes) -> "RunConfig":
         return dataclasses.replace(self, **changes)
 
+    @classmethod
+    def from_run(cls, run: dict, **changes) -> "RunConfig":
+        """The config of a saved run (:meth:`definition`'s dict, as each checkpoint holds
+        it) with ``changes``: how a resumed run takes the options it was not given."""
+        options = {name: run[name] for name in RUN_OPTIONS if name not in MODEL_OPTIONS}
+        options.update(dropout=run["dropout"], **run["model_overrides"])
+        return cls(**{**options, **changes})
+
+    def resolved(self) -> dict:
+        """Every option of ``RUN_OPTIONS`` with the value this run uses: the preset's
+        recipe and model sizes filled in."""
+        run = self.definition()
+        model = dict(run["model_overrides"], **({} if run["dropout"] is None else {"dropout": run["dropout"]}))
+        sizes = getattr(TransformerConfig, run["preset"])(8, **model)  # any vocabulary: only sizes are read
+        out = {name: run[name] for name in RUN_OPTIONS if name not in MODEL_OPTIONS}
+        out.update({name: getattr(sizes, name) for name in MODEL_OPTIONS})
+        return out
+
+    def conflicts(self, run: dict) -> list[str]:
+        """The options that define the run and differ from a saved run's (``run``, as in a
+        checkpoint), each as ``"name=ours (checkpoint: theirs)"``; empty when none do."""
+        ours, saved = self.resolved(), RunConfig.from_run(run).resolved()
+        return [f"{name}={ours[name]!r} (checkpoint: {saved[name]!r})" for name in RUN_OPTIONS
+                if ours[name] != saved[name]]
+
     def definition(self) -> dict:
         """What defines the run, with the preset's defaults filled in: saved in every
         checkpoint, and read back from there when a run resumes."""
@@ -137,3 +171,7 @@ class RunConfig:
             label_smoothing=self.label_smoothing, dropout=overrides.pop("dropout", None), clip_norm=self.clip_norm,
             model_overrides=overrides,
         )
+
+
+# The options that may change when a run resumes: every one that does not define the run.
+RESUMABLE = tuple(f.name for f in dataclasses.fields(RunConfig) if f.name not in RUN_OPTIONS + ("output_dir", "resume"))

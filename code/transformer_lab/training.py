@@ -146,8 +146,8 @@ def train_step(
     in the whole update, ``global_tokens`` (all micro-batches of all ranks; defaults to this
     process's). Under DistributedDataParallel, which averages gradients over
     ``world_size`` ranks, each rank's loss is multiplied by ``world_size`` so that the
-    update equals one process training on the whole global batch. ``clip_norm`` clips the
-    gradient's global L2 norm (not in the paper). Returns ``loss`` (this process's mean
+    update equals one process training on the whole global batch. ``clip_norm`` (> 0) clips
+    the gradient's global L2 norm (not in the paper). Returns ``loss`` (this process's mean
     per token), ``tokens``, ``lr``, and ``grad_norm`` when clipping.
     """
     if not isinstance(batches, (list, tuple)) or (batches and not hasattr(batches[0], "tgt_out")):
@@ -157,6 +157,8 @@ def train_step(
     local_tokens = sum(b.tgt_tokens for b in batches)
     global_tokens = local_tokens if global_tokens is None else global_tokens
     checks.positive_number("global_tokens", global_tokens)
+    if clip_norm is not None:  # a norm <= 0 would zero every gradient or flip its sign
+        checks.positive_number("clip_norm", clip_norm)
     model.train()
     optimizer.zero_grad(set_to_none=True)
     lr = optimizer.param_groups[0]["lr"]

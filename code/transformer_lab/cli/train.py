@@ -9,7 +9,10 @@ default and help line; this module parses the command line into one and calls
 :func:`transformer_lab.fit` with a progress bar and a report on the console. The run
 writes OUTPUT_DIR/checkpoints/step_*.pt (and averaged.pt), metrics.jsonl and
 summary.json. Ctrl-C stops after the current step and saves a checkpoint (exit status
-130); --resume continues exactly. Bad input: a message and exit status 2.
+130); --resume continues exactly, with the options saved in the checkpoint: the options
+given with it must agree with those, except the ones ``--help`` lists as free to change.
+Bad input, a directory in use or not writable, an unusable checkpoint, a full disk: a
+one-line message and exit status 2.
 """
 
 from __future__ import annotations
@@ -21,8 +24,8 @@ import typing
 
 from ..callbacks import ConsoleReport, ProgressBar
 from ..run import fit
-from ..run_config import RunConfig
-from ..run_files import TrainError
+from ..run_config import RESUMABLE, RunConfig
+from ..run_files import RunDirectory, TrainError
 
 DEFAULT_OUTPUT_DIR = "runs/run"
 
@@ -33,13 +36,22 @@ def _scalar(annotation) -> type:
     return kinds[0] if kinds else annotation
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """One option per RunConfig field (``--time-budget`` for ``time_budget``), plus ``--no-progress``."""
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def build_parser(defaults: bool = True) -> argparse.ArgumentParser:
+    """One option per RunConfig field (``--time-budget`` for ``time_budget``), plus
+    ``--no-progress``. ``defaults=False`` leaves out every option not on the command line
+    (how :func:`parse` tells the options given from the defaults)."""
     p = argparse.ArgumentParser(
         prog="python -m transformer_lab.cli.train",
         description="Train a Transformer (Vaswani et al., 2017) on a generated toy translation task. "
         "Defaults follow the paper (Adam 0.9/0.98/1e-9, warm-up schedule, label smoothing 0.1, "
         "dropout 0.1); the tiny preset shortens the warm-up for runs of seconds.",
+        epilog="--resume continues the run in --output-dir with the options saved in its checkpoint. Options given "
+        "with --resume must agree with those, except these, which may change on resume: "
+        + ", ".join(_flag(name) for name in RESUMABLE) + ".",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     groups: dict[str, argparse._ArgumentGroup] = {}
@@ -47,28 +59,42 @@ def build_parser() -> argparse.ArgumentParser:
     for f in dataclasses.fields(RunConfig):
         group = groups.get(f.metadata["group"]) or groups.setdefault(
             f.metadata["group"], p.add_argument_group(f.metadata["group"]))
-        flag, kind = "--" + f.name.replace("_", "-"), _scalar(hints[f.name])
+        flag, kind = _flag(f.name), _scalar(hints[f.name])
+        default = f.default if defaults else argparse.SUPPRESS
         if kind is bool:
-            group.add_argument(flag, action="store_true", help=f.metadata["help"])
+            group.add_argument(flag, action="store_true", default=default, help=f.metadata["help"])
         else:
-            group.add_argument(flag, type=kind, default=f.default, help=f.metadata["help"])
-    groups["where and how"].add_argument("--no-progress", action="store_true", help="no tqdm progress bar")
-    p.set_defaults(output_dir=DEFAULT_OUTPUT_DIR)
+            group.add_argument(flag, type=kind, default=default, help=f.metadata["help"])
+    groups["where and how"].add_argument("--no-progress", action="store_true",
+                                         help="no progress output (a bar on a terminal, else one line per evaluation)")
+    if defaults:
+        p.set_defaults(output_dir=DEFAULT_OUTPUT_DIR)
     return p
 
 
 def parse(argv: list[str] | None = None) -> tuple[RunConfig, bool]:
-    """(the run's config, whether to show a progress bar) from the command line."""
+    """(the run's config, whether to show progress) from the command line. With
+    ``--resume``, the options not given are the checkpoint's (``RunConfig.from_run``)."""
     options = vars(build_parser().parse_args(argv))
     progress = not options.pop("no_progress")
-    return RunConfig(**options), progress
+    if not options["resume"]:
+        return RunConfig(**options), progress
+    given = vars(build_parser(defaults=False).parse_args(argv))
+    given.pop("no_progress", None)
+    run = RunDirectory(options["output_dir"]).resume_state()["run"]
+    try:
+        RunConfig.from_run(run).resolved()  # the checkpoint's own options first, so an error blames the right one
+    except (KeyError, TypeError, ValueError) as e:
+        raise TrainError(f"cannot resume: the checkpoint in {options['output_dir']!r} holds an invalid run "
+                         f"definition ({type(e).__name__}: {e})") from e
+    return RunConfig.from_run(run, **{**given, "output_dir": options["output_dir"], "resume": True}), progress
 
 
 def main(argv: list[str] | None = None) -> int:
     try:
         config, progress = parse(argv)
         result = fit(config, [ProgressBar(), ConsoleReport()] if progress else [ConsoleReport()])
-    except (ValueError, TypeError, TrainError) as e:
+    except (ValueError, TypeError, TrainError, FloatingPointError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     return 130 if result.interrupted else 0

@@ -8,7 +8,8 @@ Greedy decoding or beam search with GNMT's length penalty (Section 6.1 of Vaswan
 encoder-decoder ("cross") attention weights of the output (Section 3.2.3) as a text table,
 averaged over the heads of the last layer unless ``--layer``/``--head`` pick one. This
 module parses the command line into :class:`TranslateOptions` and calls the library's
-:func:`load_model`, :func:`translate` and :func:`cross_attention`.
+:func:`load_model`, :func:`translate` and :func:`cross_attention`. Bad input, an invalid
+checkpoint or a model whose logits are not finite: a one-line message and exit status 2.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import torch
 from .. import checks
 from ..checkpoint import CheckpointError
 from ..data import Vocabulary
-from ..inference import cross_attention, load_model, translate
+from ..inference import check_layer_head, cross_attention, load_model, translate
 from ..model import Transformer
 
 
@@ -41,7 +42,11 @@ class TranslateOptions:
     head: int | None = None
 
     def __post_init__(self):
+        for i, text in enumerate(self.texts):
+            if not isinstance(text, str) or not text.strip():
+                raise ValueError(f"texts[{i}] must hold something to translate, got {text!r}")
         checks.positive_int("beam_size", self.beam_size)
+        checks.finite_number("length_penalty", self.length_penalty, minimum=0.0)
 
 
 def alignment_table(weights: torch.Tensor, out_tokens: list[str], src_tokens: list[str]) -> str:
@@ -98,12 +103,13 @@ def main(argv: list[str] | None = None) -> int:
         options = TranslateOptions(**{k: tuple(v) if k == "texts" else v
                                       for k, v in vars(build_parser().parse_args(argv)).items()})
         model, src_vocab, tgt_vocab = load_model(options.checkpoint, prefer_averaged=not options.latest)
+        check_layer_head(model, options.layer, options.head)  # before any decoding
         for text in options.texts:
             ids, src = translate(model, src_vocab, tgt_vocab, text, options.beam_size, options.length_penalty)
             print(tgt_vocab.decode(ids))
             if options.show_alignment:
                 show_alignment(model, src_vocab, tgt_vocab, src, ids, options)
-    except (ValueError, CheckpointError) as e:
+    except (ValueError, TypeError, CheckpointError, FloatingPointError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     return 0
