@@ -29,3 +29,6 @@ from .plots_speed import plot_attention_cost, plot_decode_step_times
 from .introspection import layer_gradient_norms, source_code, source_markdown, trace_shapes
 from .cache import cache_directory, cached, set_cache_directory
 from .speed import attention_cost, attention_paths, decode_step_times, median_times
+from .pronoun import AntecedentAttention, antecedent_attention, encoder_attention, noun_positions, weights_from_it
+from .plots_trained import legible, plot_antecedent_heads, plot_beam_tree, plot_weights_from
+from .decoding_steps import BeamNode, BeamTree, DecodingStep, beam_tree, greedy_step_table
