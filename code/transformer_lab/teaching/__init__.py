@@ -5,9 +5,11 @@ slides, and timing. Import it explicitly (it pulls in matplotlib; the model does
     fig = tt.plot_attention(weights, query_labels, key_labels)
 
 Modules: ``style`` (the palette and rcParams), ``plots_attention``, ``plots_model``,
-``plots_training``, ``plots_speed`` (figures), ``introspection`` (shapes, gradient norms,
-source code), ``speed`` (timings) and ``cache`` (expensive results kept on disk, keyed
-by their inputs and the package's source). This file only re-exports them.
+``plots_training``, ``plots_speed``, ``plots_trained`` (figures), ``introspection``
+(shapes, gradient norms, source code), ``speed`` (timings), ``cache`` (expensive results
+kept on disk, keyed by their inputs and the package's source), ``pronoun`` (what a
+trained encoder's heads do with "it") and ``decoding_steps`` (greedy decoding step by
+step, a recorded beam search). This file only re-exports them.
 """
 
 from .style import ATTENTION_CMAP, DIVERGING_CMAP, FIGSIZE, MASK_CMAP, PALETTE, SERIES_COLORS, STYLE

@@ -69,9 +69,8 @@ def plot_antecedent_heads(more_on_antecedent, weight_on_antecedent, weight_on_ot
     shades = [OTHER_NOUN if layer < L - 1 else ANTECEDENT for layer in range(L) for _ in range(H)]
     bars = left.bar(x, 100 * more.reshape(-1), color=shades, width=0.8)
     left.bar_label(bars, [f"{100 * v:.0f}" for v in more.reshape(-1)], padding=2)
-    left.axhline(50, color=PALETTE["ink"], linestyle="--", linewidth=1.2)
-    if L > 1:  # in the gap after the first layer's bars, clear of every bar and its label
-        left.text((x[H - 1] + x[H]) / 2, 51, "chance", ha="center", va="bottom")
+    left.axhline(50, color=PALETTE["ink"], linestyle="--", linewidth=1.2, label="chance")
+    left.legend(loc="upper left")
     left.set_ylim(0, 112)
     left.set_ylabel("% of sentences")
     left.set_title("more weight on the antecedent")
@@ -105,7 +104,7 @@ def plot_weights_from(weights: Sequence, key_labels: Sequence[Sequence[str]], an
     rows = [as_array(w, f"weights[{i}]", 1, "(S,)") for i, w in enumerate(weights)]
     fig = Figure(figsize=(10, 4.6), layout="constrained")
     axes = fig.subplots(1, n, squeeze=False, sharex=True)[0]
-    for a, w, words, right, other, title in zip(axes, rows, key_labels, antecedents, others, titles):
+    for a, w, words, right, other, panel in zip(axes, rows, key_labels, antecedents, others, titles):
         words = check_labels(words, len(w), "key_labels", "key (S)")
         colors = [ANTECEDENT if i == right else OTHER_NOUN if i == other else OTHER_WORD for i in range(len(w))]
         bars = a.barh(np.arange(len(w)), w, color=colors)
@@ -114,7 +113,7 @@ def plot_weights_from(weights: Sequence, key_labels: Sequence[Sequence[str]], an
         a.invert_yaxis()
         a.set_xlim(0, 1.18 * max(float(r.max()) for r in rows))
         a.set_xlabel(f"weight from \"{query}\"")
-        a.set_title(title)
+        a.set_title(panel)
     axes[-1].legend(handles=[Patch(color=ANTECEDENT, label="antecedent"), Patch(color=OTHER_NOUN, label="other noun")],
                     loc="lower right")
     if title:
