@@ -77,7 +77,7 @@ def test_a_corrupt_checkpoint_stops_resume_with_status_2(tmp_path):
 def test_bad_input_via_the_command_line(tmp_path):
     result = run_cli("train", "--task", "french", "--output-dir", str(tmp_path))
     assert result.returncode == 2
-    assert "error: task must be one of ('copy', 'reverse', 'sort', 'dates', 'numbers'), got 'french'" in result.stderr
+    assert "error: task must be one of ('copy', 'reverse', 'sort', 'dates', 'numbers', 'pronoun'), got 'french'" in result.stderr
     result = run_cli("translate", "--checkpoint", str(tmp_path / "missing"), "hello")
     assert result.returncode == 2 and "does not exist" in result.stderr
     result = run_cli("translate", "--checkpoint", str(tmp_path / "missing"), "--beam-size", "0", "hello")

@@ -104,7 +104,7 @@ def test_dates_use_word_sources_and_character_targets():
 
 
 def test_an_unknown_task_name_lists_the_valid_ones():
-    valid = r"task must be one of \('copy', 'reverse', 'sort', 'dates', 'numbers'\), got 'french'"
+    valid = r"task must be one of \('copy', 'reverse', 'sort', 'dates', 'numbers', 'pronoun'\), got 'french'"
     with pytest.raises(ValueError, match=valid):
         get_task("french")
     with pytest.raises(ValueError, match=valid):

@@ -80,7 +80,7 @@ def test_resume_without_a_checkpoint_is_a_clear_error(tmp_path):
 @pytest.mark.parametrize(
     "options, message",
     [
-        (dict(task="french"), "task must be one of ('copy', 'reverse', 'sort', 'dates', 'numbers'), got 'french'"),
+        (dict(task="french"), "task must be one of ('copy', 'reverse', 'sort', 'dates', 'numbers', 'pronoun'), got 'french'"),
         (dict(preset="huge"), "preset must be one of ('tiny', 'base', 'big'), got 'huge'"),
         (dict(device="tpu"), "device must be one of ('auto', 'cpu', 'cuda', 'mps'), got 'tpu'"),
         (dict(steps=0), "steps must be a positive int, got 0"),

@@ -8,7 +8,12 @@ This file only re-exports them.
 
 from .vocabulary import BOS, BOS_ID, EOS, EOS_ID, PAD, PAD_ID, SPECIALS, TOKENIZE_MODES, UNK, UNK_ID, Vocabulary
 from .tasks import (
+    ANIMAL_ADJECTIVES,
+    ANIMALS,
     MONTHS,
+    PLACE_ADJECTIVES,
+    PLACES,
+    PRONOUN_TEMPLATES,
     TASKS,
     WEEKDAYS,
     Pair,
@@ -21,6 +26,7 @@ from .tasks import (
     number_words,
     numbers_example,
     ordinal_words,
+    pronoun_example,
     reverse_example,
     sort_example,
     year_words,

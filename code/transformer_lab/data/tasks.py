@@ -9,6 +9,8 @@ held-out splits are deduplicated against training by source string.
   to ISO characters "2026-11-22". Different vocabularies on the two sides and real
   reordering: the year comes last in the source and first in the target.
 - ``numbers``: English number words ("four thousand three hundred twenty-one") to digits.
+- ``pronoun``: "the cat did not cross the road because it was too tired" -> "cat": the
+  adjective decides what "it" refers to, so the encoder must relate "it" to a noun.
 """
 
 from __future__ import annotations
@@ -160,6 +162,37 @@ def numbers_example(rng: random.Random, max_value: int = 9999) -> Pair:
     return number_words(n), str(n)
 
 
+ANIMALS = ("cat", "dog", "horse", "cow", "goat", "sheep", "fox", "rabbit", "donkey", "pig")
+PLACES = ("street", "road", "river", "bridge", "field", "yard", "square", "stream", "lane", "valley")
+#: Adjectives that fit only the animal ("too tired") and only the place ("too wide").
+ANIMAL_ADJECTIVES = ("tired", "scared", "old", "weak", "sleepy", "lazy", "sick", "slow")
+PLACE_ADJECTIVES = ("wide", "busy", "deep", "steep", "muddy", "icy", "crowded", "long")
+PRONOUN_TEMPLATES = (
+    "the {animal} did not cross the {place} because it was too {adj}",
+    "the {animal} would not cross the {place} because it was too {adj}",
+    "the {place} was not crossed by the {animal} because it was too {adj}",
+)
+
+
+def pronoun_example(rng: random.Random) -> Pair:
+    """A sentence whose "it" refers to the animal or to the place, and that noun:
+    "the cat did not cross the road because it was too tired" -> "cat",
+    "the cat did not cross the road because it was too wide" -> "road".
+
+    Only the adjective decides (tired-like words fit animals, wide-like words places), and
+    one template names the place first, so neither the word order nor the position of a
+    noun gives the answer. The example made famous by Google's 2017 blog post on the
+    Transformer; the paper's Figure 4 shows two heads "apparently involved in anaphora
+    resolution". Ten animals, ten places, eight adjectives of each kind, three templates:
+    4,800 distinct sentences.
+    """
+    animal, place = rng.choice(ANIMALS), rng.choice(PLACES)
+    refers_to_animal = rng.random() < 0.5
+    adj = rng.choice(ANIMAL_ADJECTIVES if refers_to_animal else PLACE_ADJECTIVES)
+    sentence = rng.choice(PRONOUN_TEMPLATES).format(animal=animal, place=place, adj=adj)
+    return sentence, animal if refers_to_animal else place
+
+
 @dataclass(frozen=True)
 class TaskSpec:
     """A task: ``generate(rng, **options) -> (source, target)`` and how each side is tokenized."""
@@ -195,6 +228,7 @@ TASKS: dict[str, TaskSpec] = {
         TaskSpec("sort", sort_example, "char", "char", "symbols -> the symbols sorted"),
         TaskSpec("dates", dates_example, "word", "char", "a date in English words -> YYYY-MM-DD"),
         TaskSpec("numbers", numbers_example, "word", "char", "English number words -> digits"),
+        TaskSpec("pronoun", pronoun_example, "word", "word", "a sentence -> the noun its \"it\" refers to"),
     )
 }
 

@@ -5,13 +5,14 @@ slides, and timing. Import it explicitly (it pulls in matplotlib; the model does
     fig = tt.plot_attention(weights, query_labels, key_labels)
 
 Modules: ``style`` (the palette and rcParams), ``plots_attention``, ``plots_model``,
-``plots_training``, ``plots_speed``, ``plots_tokens`` (figures), ``introspection`` (shapes,
-gradient norms, source code), ``speed`` (timings), ``cache`` (expensive results kept on
-disk, keyed by their inputs and the package's source), ``by_hand`` (one head and layer
-normalisation step by step, LaTeX matrices), ``bleu`` (BLEU on one sentence pair),
-``bpe`` and ``corpus`` (byte-pair encoding learned on a small text), ``tables``
-(markdown tables) and ``legibility`` (text large enough for a slide). This file only
-re-exports them.
+``plots_training``, ``plots_speed``, ``plots_tokens``, ``plots_trained`` (figures),
+``introspection`` (shapes, gradient norms, source code), ``speed`` (timings), ``cache``
+(expensive results kept on disk, keyed by their inputs and the package's source),
+``by_hand`` (one head and layer normalisation step by step, LaTeX matrices), ``bleu`` (BLEU
+on one sentence pair), ``bpe`` and ``corpus`` (byte-pair encoding learned on a small text),
+``tables`` (markdown tables), ``legibility`` (text large enough for a slide), ``pronoun``
+(what a trained encoder's heads do with "it") and ``decoding_steps`` (greedy decoding step
+by step, a recorded beam search). This file only re-exports them.
 """
 
 from .style import ATTENTION_CMAP, DIVERGING_CMAP, FIGSIZE, MASK_CMAP, PALETTE, SERIES_COLORS, STYLE
@@ -40,3 +41,6 @@ from .bpe import BytePairEncoding, learn_bpe, pre_tokenize, split_sentences, tok
 from .tables import markdown_table
 from .legibility import enlarge_text
 from . import corpus
+from .pronoun import AntecedentAttention, antecedent_attention, encoder_attention, noun_positions, weights_from_it
+from .plots_trained import legible, plot_antecedent_heads, plot_beam_tree, plot_weights_from
+from .decoding_steps import BeamNode, BeamTree, DecodingStep, beam_tree, greedy_step_table

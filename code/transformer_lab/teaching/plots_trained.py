@@ -1,0 +1,167 @@
+"""Figures of trained models: heads that resolve a pronoun (encoder self-attention,
+Section 3.2.3) and a beam search's tree (Section 6.1).
+
+Text is set at ``SLIDE_TEXT`` points (at least 15 pt, about 20 px on a 1050 x 700 slide
+when a figure up to 10 inches wide fills the slide's width); :func:`legible` raises the
+text of any figure to that size.
+
+Shapes: L layers, H heads, S keys.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Sequence
+
+import matplotlib
+import numpy as np
+from matplotlib.figure import Figure
+from matplotlib.patches import Patch
+
+from .style import PALETTE, as_array, check_labels, styled
+
+SLIDE_TEXT = 16
+#: Larger text for slide figures, on top of the house ``STYLE``.
+LARGE = {"font.size": SLIDE_TEXT, "axes.titlesize": SLIDE_TEXT + 1, "axes.labelsize": SLIDE_TEXT,
+         "xtick.labelsize": SLIDE_TEXT - 1, "ytick.labelsize": SLIDE_TEXT - 1, "legend.fontsize": SLIDE_TEXT - 1}
+#: The two nouns of a pronoun sentence and the other words (no Q/K/V meaning: ink and greys).
+ANTECEDENT, OTHER_NOUN, OTHER_WORD = PALETTE["ink"], "#9096AE", "#D9DCE6"
+
+
+def legible(fig: Figure, size: float = SLIDE_TEXT - 1) -> Figure:
+    """Raise every text of ``fig`` smaller than ``size`` points to ``size`` (tick labels,
+    titles, legends, colour bars); returns ``fig``."""
+    if not isinstance(fig, Figure):
+        raise TypeError(f"fig must be a matplotlib Figure, got {type(fig).__name__}")
+    for text in fig.findobj(matplotlib.text.Text):
+        if text.get_fontsize() < size:
+            text.set_fontsize(size)
+    return fig
+
+
+def _large(fn):
+    """``styled``, then the slide-size text of ``LARGE`` while ``fn`` draws."""
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        with matplotlib.rc_context(LARGE):
+            return fn(*args, **kwargs)
+
+    return styled(wrapper)
+
+
+@_large
+def plot_antecedent_heads(more_on_antecedent, weight_on_antecedent, weight_on_other,
+                          title: str | None = None) -> Figure:
+    """Every encoder head's pronoun statistic, two panels over heads grouped by layer:
+    left, the share of sentences where "it" puts more weight on its antecedent than on the
+    other noun (chance: 50%); right, the mean weight on each noun. Inputs are (L, H)."""
+    more = as_array(more_on_antecedent, "more_on_antecedent", 2, "(L, H)")
+    right = as_array(weight_on_antecedent, "weight_on_antecedent", 2, "(L, H)")
+    other = as_array(weight_on_other, "weight_on_other", 2, "(L, H)")
+    if not more.shape == right.shape == other.shape:
+        raise ValueError(f"the three statistics must have one shape (L, H), got {more.shape}, {right.shape}, "
+                         f"{other.shape}")
+    L, H = more.shape
+    x = np.arange(L * H) + np.repeat(np.arange(L), H) * 0.8  # a gap between layers
+    labels = [f"{h}" for _ in range(L) for h in range(H)]
+    fig = Figure(figsize=(10, 4.4), layout="constrained")
+    left, mean = fig.subplots(1, 2)
+    shades = [OTHER_NOUN if layer < L - 1 else ANTECEDENT for layer in range(L) for _ in range(H)]
+    bars = left.bar(x, 100 * more.reshape(-1), color=shades, width=0.8)
+    left.bar_label(bars, [f"{100 * v:.0f}" for v in more.reshape(-1)], padding=2)
+    left.axhline(50, color=PALETTE["ink"], linestyle="--", linewidth=1.2, label="chance")
+    left.legend(loc="upper left")
+    left.set_ylim(0, 112)
+    left.set_ylabel("% of sentences")
+    left.set_title("more weight on the antecedent")
+    width = 0.4
+    mean.bar(x - width / 2, right.reshape(-1), width, color=ANTECEDENT, label="antecedent")
+    mean.bar(x + width / 2, other.reshape(-1), width, color=OTHER_NOUN, label="other noun")
+    mean.set_ylabel("mean weight from \"it\"")
+    mean.set_title("mean attention weight")
+    mean.legend(loc="upper left")
+    mean.set_ylim(0, max(0.05, float(max(right.max(), other.max()))) * 1.3)
+    for a in (left, mean):
+        a.set_xticks(x, labels)
+        a.set_xlabel("   ".join(f"layer {layer}" for layer in range(L)) + " (head)")
+    if title:
+        fig.suptitle(title)
+    return fig
+
+
+@_large
+def plot_weights_from(weights: Sequence, key_labels: Sequence[Sequence[str]], antecedents: Sequence[int],
+                      others: Sequence[int], titles: Sequence[str] | None = None, query: str = "it",
+                      title: str | None = None) -> Figure:
+    """One head's weights from one query (``query``) over the words of several sentences,
+    one panel each (horizontal bars, the sentence read top to bottom): the antecedent in
+    ink, the other noun in grey. ``weights[i]`` is (S_i,) for ``key_labels[i]``."""
+    n = len(weights)
+    if not n or not len(key_labels) == len(antecedents) == len(others) == n:
+        raise ValueError(f"weights, key_labels, antecedents and others must have one entry per sentence, got "
+                         f"{n}, {len(key_labels)}, {len(antecedents)}, {len(others)}")
+    titles = check_labels(titles, n, "titles", "sentence") or [""] * n
+    rows = [as_array(w, f"weights[{i}]", 1, "(S,)") for i, w in enumerate(weights)]
+    fig = Figure(figsize=(10, 4.6), layout="constrained")
+    axes = fig.subplots(1, n, squeeze=False, sharex=True)[0]
+    for a, w, words, right, other, panel in zip(axes, rows, key_labels, antecedents, others, titles):
+        words = check_labels(words, len(w), "key_labels", "key (S)")
+        colors = [ANTECEDENT if i == right else OTHER_NOUN if i == other else OTHER_WORD for i in range(len(w))]
+        bars = a.barh(np.arange(len(w)), w, color=colors)
+        a.bar_label(bars, [f"{v:.2f}" if i in (right, other) else "" for i, v in enumerate(w)], padding=3)
+        a.set_yticks(np.arange(len(w)), words)
+        a.invert_yaxis()
+        a.set_xlim(0, 1.18 * max(float(r.max()) for r in rows))
+        a.set_xlabel(f"weight from \"{query}\"")
+        a.set_title(panel)
+    axes[-1].legend(handles=[Patch(color=ANTECEDENT, label="antecedent"), Patch(color=OTHER_NOUN, label="other noun")],
+                    loc="lower right")
+    if title:
+        fig.suptitle(title)
+    return fig
+
+
+@_large
+def plot_beam_tree(tree, labels: Sequence[str], title: str | None = None) -> Figure:
+    """A beam search drawn as a tree (Section 6.1): one column per step, top to bottom the
+    candidates that step kept (boxed, with log P(Y | X) so far) and finished (filled, with
+    the length-penalised score log P / lp(Y) in bold); the 2k - k ranked and pruned at
+    each step are left out. The best hypothesis's path is bold. ``tree`` is a
+    :class:`transformer_lab.teaching.decoding_steps.BeamTree`; ``labels`` maps ids to text."""
+    labels = [str(x) for x in labels]
+    if not tree.finished:
+        raise ValueError("tree must hold at least one finished hypothesis")
+    shown = [n for n in tree.nodes if n.status != "pruned"]
+    row: dict[int, int] = {}
+    for n in shown:  # rows in rank order within each step
+        row[n.id] = sum(1 for m in shown if m.step == n.step and m.rank < n.rank)
+    best = max((n for n in shown if n.status == "finished"), key=lambda n: n.final)
+    on_best, node_id = set(), best.id
+    while node_id is not None:
+        on_best.add(node_id)
+        node_id = tree.nodes[node_id].parent
+    fig = Figure(figsize=(10, 4.6), layout="constrained")
+    a = fig.subplots()
+    for n in shown:
+        finished = n.status == "finished"
+        if n.parent is not None:
+            bold = n.id in on_best
+            a.plot([n.step - 1, n.step], [row[n.parent], row[n.id]], color=PALETTE["ink"] if bold else OTHER_NOUN,
+                   linewidth=3.5 if bold else 1.4, zorder=1)
+        a.text(n.step, row[n.id], labels[n.token].replace("<", "\u2039").replace(">", "\u203a"), ha="center",
+               va="center", color="white" if finished else PALETTE["ink"], zorder=3,
+               bbox=dict(boxstyle="round,pad=0.25", facecolor=PALETTE["ink"] if finished else "white",
+                         edgecolor=PALETTE["ink"]))
+        if n.step:
+            a.text(n.step, row[n.id] + 0.45, f"{n.final if finished else n.score:.2f}", ha="center", va="center",
+                   fontweight="bold" if finished else "normal", color=PALETTE["ink"])
+    a.set_xlim(-0.6, max(n.step for n in shown) + 0.6)
+    a.set_ylim(max(row.values()) + 0.8, -0.5)
+    a.set_xticks(range(max(n.step for n in shown) + 1))
+    a.set_yticks([])
+    a.set_xlabel("step")
+    for side in ("left", "top", "right"):
+        a.spines[side].set_visible(False)
+    if title:
+        a.set_title(title)
+    return fig

@@ -1,0 +1,50 @@
+"""The trained-model figures: what they draw, legible text, and clear errors."""
+
+import matplotlib
+import pytest
+import torch
+from matplotlib.figure import Figure
+
+from transformer_lab import teaching as tt
+
+
+def texts(fig):
+    return [t for t in fig.findobj(matplotlib.text.Text) if t.get_text()]
+
+
+def test_the_head_statistic_draws_one_bar_per_head_with_its_percentage_and_a_chance_line():
+    more = torch.tensor([[0.5, 0.52, 0.48, 0.5], [0.8, 0.9, 0.85, 0.75]])
+    fig = tt.plot_antecedent_heads(more, torch.rand(2, 4), torch.rand(2, 4))
+    left = fig.axes[0]
+    assert [round(p.get_height()) for p in left.patches] == [50, 52, 48, 50, 80, 90, 85, 75]
+    labels = {t.get_text() for t in texts(fig)}
+    assert {"90", "75", "chance"} <= labels and left.lines[0].get_ydata()[0] == 50
+    assert min(t.get_fontsize() for t in texts(fig)) >= 15
+
+
+def test_the_head_statistic_rejects_mismatched_shapes():
+    with pytest.raises(ValueError, match=r"the three statistics must have one shape \(L, H\), got \(2, 4\), \(2, 3\)"):
+        tt.plot_antecedent_heads(torch.rand(2, 4), torch.rand(2, 3), torch.rand(2, 4))
+
+
+def test_weights_from_it_marks_the_antecedent_and_the_other_noun():
+    words = "the cat did not cross the road because it was too tired".split()
+    w = torch.softmax(torch.randn(len(words)), dim=0)
+    fig = tt.plot_weights_from([w, w], [words, words], [1, 6], [6, 1], titles=["a", "b"], title="head")
+    assert fig._suptitle.get_text() == "head" and [a.get_title() for a in fig.axes] == ["a", "b"]
+    bars = fig.axes[0].patches
+    assert len(bars) == len(words)
+    assert bars[1].get_facecolor() != bars[6].get_facecolor() != bars[0].get_facecolor()
+    assert fig.axes[1].patches[6].get_facecolor() == bars[1].get_facecolor()  # antecedent colour follows the index
+    with pytest.raises(ValueError, match="must have one entry per sentence, got 2, 1, 2, 2"):
+        tt.plot_weights_from([w, w], [words], [1, 6], [6, 1])
+
+
+def test_legible_raises_small_text_and_leaves_large_text():
+    fig = Figure()
+    ax = fig.subplots()
+    small, large = ax.text(0, 0, "small", fontsize=8), ax.text(0, 1, "large", fontsize=30)
+    assert tt.legible(fig, 15) is fig
+    assert small.get_fontsize() == 15 and large.get_fontsize() == 30
+    with pytest.raises(TypeError, match="fig must be a matplotlib Figure, got str"):
+        tt.legible("figure")
