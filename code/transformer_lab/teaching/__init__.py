@@ -5,8 +5,9 @@ slides, and timing. Import it explicitly (it pulls in matplotlib; the model does
     fig = tt.plot_attention(weights, query_labels, key_labels)
 
 Modules: ``style`` (the palette and rcParams), ``plots_attention``, ``plots_model``,
-``plots_training``, ``plots_speed`` (figures), ``introspection`` (shapes, gradient norms,
-source code), ``speed`` (timings) and ``cache`` (expensive results kept on disk, keyed
+``plots_training``, ``plots_speed``, ``plots_paper`` (figures), ``introspection`` (shapes,
+gradient norms, source code), ``speed`` (timings), ``scaling`` (Table 1's terms counted and
+measured), ``paper`` (the paper's Tables 2-4 as cited data) and ``cache`` (expensive results kept on disk, keyed
 by their inputs and the package's source). This file only re-exports them.
 """
 
@@ -25,7 +26,17 @@ from .plots_training import (
     plot_learning_rate_schedule,
     plot_training_curves,
 )
-from .plots_speed import plot_attention_cost, plot_decode_step_times
+from .plots_speed import plot_attention_cost, plot_decode_panels, plot_decode_step_times, plot_table1_scaling
+from .plots_paper import plot_table2, plot_table3
 from .introspection import layer_gradient_norms, source_code, source_markdown, trace_shapes
 from .cache import cache_directory, cached, set_cache_directory
 from .speed import attention_cost, attention_paths, decode_step_times, median_times
+from .scaling import (
+    attention_vs_recurrence,
+    cached_step_macs,
+    loglog_slope,
+    multi_head_macs,
+    power_law_crossover,
+    table1_flops,
+)
+from . import paper
