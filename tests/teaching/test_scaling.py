@@ -70,3 +70,13 @@ def test_cached_step_work_grows_linearly_with_the_position():
     assert sum(tiny.values()) < 300_000  # microseconds of arithmetic: per-op overhead dominates
     with pytest.raises(ValueError, match="position must be a positive int"):
         scaling.cached_step_macs(64, 256, 2, 100, position=0, src_len=4)
+
+
+def test_attention_vs_recurrence_leaves_the_global_random_state_alone():
+    """A deck cell that measures (cold) or reads the cache (warm) must leave later cells
+    the same random numbers."""
+    torch.manual_seed(123)
+    expected = torch.rand(3)
+    torch.manual_seed(123)
+    scaling.attention_vs_recurrence([4], d_model=8, num_heads=2, repeats=1)
+    assert torch.equal(torch.rand(3), expected)
