@@ -5,14 +5,16 @@ slides, and timing. Import it explicitly (it pulls in matplotlib; the model does
     fig = tt.plot_attention(weights, query_labels, key_labels)
 
 Modules: ``style`` (the palette and rcParams), ``plots_attention``, ``plots_model``,
-``plots_training``, ``plots_speed``, ``plots_tokens``, ``plots_trained`` (figures),
-``introspection`` (shapes, gradient norms, source code), ``speed`` (timings), ``cache``
-(expensive results kept on disk, keyed by their inputs and the package's source),
-``by_hand`` (one head and layer normalisation step by step, LaTeX matrices), ``bleu`` (BLEU
-on one sentence pair), ``bpe`` and ``corpus`` (byte-pair encoding learned on a small text),
-``tables`` (markdown tables), ``legibility`` (text large enough for a slide), ``pronoun``
-(what a trained encoder's heads do with "it") and ``decoding_steps`` (greedy decoding step
-by step, a recorded beam search). This file only re-exports them.
+``plots_training``, ``plots_speed``, ``plots_tokens``, ``plots_trained``, ``plots_paper``
+(figures), ``introspection`` (shapes, gradient norms, source code), ``speed`` (timings),
+``scaling`` (Table 1's terms counted and measured), ``paper`` (the paper's Tables 2-4 as
+cited data), ``cache`` (expensive results kept on disk, keyed by their inputs and the
+package's source), ``by_hand`` (one head and layer normalisation step by step, LaTeX
+matrices), ``bleu`` (BLEU on one sentence pair), ``bpe`` and ``corpus`` (byte-pair encoding
+learned on a small text), ``tables`` (markdown tables), ``legibility`` (text large enough
+for a slide), ``pronoun`` (what a trained encoder's heads do with "it") and
+``decoding_steps`` (greedy decoding step by step, a recorded beam search). This file only
+re-exports them.
 """
 
 from .style import ATTENTION_CMAP, DIVERGING_CMAP, FIGSIZE, MASK_CMAP, PALETTE, SERIES_COLORS, STYLE
@@ -30,11 +32,21 @@ from .plots_training import (
     plot_learning_rate_schedule,
     plot_training_curves,
 )
-from .plots_speed import plot_attention_cost, plot_decode_step_times
+from .plots_speed import plot_attention_cost, plot_decode_panels, plot_decode_step_times, plot_table1_scaling
+from .plots_paper import plot_table2, plot_table3
 from .plots_tokens import plot_vocabulary_tradeoff
 from .introspection import layer_gradient_norms, source_code, source_markdown, trace_shapes
 from .cache import cache_directory, cached, set_cache_directory
 from .speed import attention_cost, attention_paths, decode_step_times, median_times
+from .scaling import (
+    attention_vs_recurrence,
+    cached_step_macs,
+    loglog_slope,
+    multi_head_macs,
+    power_law_crossover,
+    table1_flops,
+)
+from . import paper
 from .by_hand import OneHead, bmatrix, format_number, layer_norm, math_span, one_head_steps
 from .bleu import SentenceBleu, sentence_bleu
 from .bpe import BytePairEncoding, learn_bpe, pre_tokenize, split_sentences, tokens_per_sentence

@@ -1,0 +1,137 @@
+"""Table 1's cost argument, counted and measured: self-attention against a recurrent layer.
+
+Table 1 of Vaswani et al. (2017) gives a self-attention layer O(n^2 d) work and O(1)
+sequential operations, a recurrent layer O(n d^2) work and O(n) sequential operations;
+Section 4 concludes that self-attention is cheaper "when the sequence length n is smaller
+than the representation dimensionality d". :func:`table1_flops` counts the two leading
+terms (they cross at n = d); :func:`attention_vs_recurrence` times both layers on this
+machine; :func:`loglog_slope` reads the exponent off a log-log curve; and
+:func:`cached_step_macs` splits one cached decoding step into the work that grows with the
+prefix and the work that does not (the key/value cache slide).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import torch
+from torch import nn
+
+from .. import checks
+from ..multi_head_attention import MultiHeadAttention
+from .speed import median_times
+
+
+def table1_flops(lengths: Sequence[int], d_model: int = 512) -> dict[str, list[int]]:
+    """Table 1's leading terms, in multiply-adds per layer, for each length n:
+    self-attention n^2 d (Q K^T, then the weights times V: each n^2 d), recurrent n d^2."""
+    checks.positive_int("d_model", d_model)
+    lengths = [checks.positive_int("lengths[i]", n) for n in lengths]
+    return {"self-attention  n² d": [n * n * d_model for n in lengths],
+            "recurrent  n d²": [n * d_model * d_model for n in lengths]}
+
+
+def loglog_slope(lengths: Sequence[float], values: Sequence[float]) -> float:
+    """The least-squares slope of log(values) against log(lengths): 2 for a curve that
+    grows as n^2, 1 for one that grows as n."""
+    if len(lengths) != len(values) or len(lengths) < 2:
+        raise ValueError(f"lengths and values must have the same length >= 2, got {len(lengths)} and {len(values)}")
+    if min(lengths) <= 0 or min(values) <= 0:
+        raise ValueError("lengths and values must be positive to take logarithms")
+    x = [math.log(n) for n in lengths]
+    y = [math.log(v) for v in values]
+    mx, my = sum(x) / len(x), sum(y) / len(y)
+    sxx = sum((a - mx) ** 2 for a in x)
+    if sxx == 0:
+        raise ValueError("lengths must not all be equal")
+    return sum((a - mx) * (b - my) for a, b in zip(x, y)) / sxx
+
+
+def power_law_crossover(lengths: Sequence[float], a: Sequence[float], b: Sequence[float]) -> float:
+    """The length at which power laws fitted to ``a`` and ``b`` (over ``lengths``) meet:
+    measured points where they cross, or an extrapolation beyond them. ``inf`` if the
+    fitted lines are parallel."""
+    slope_a, slope_b = loglog_slope(lengths, a), loglog_slope(lengths, b)
+    if math.isclose(slope_a, slope_b):
+        return math.inf
+    mean_log_n = sum(math.log(n) for n in lengths) / len(lengths)
+    level_a = sum(math.log(v) for v in a) / len(a) - slope_a * mean_log_n  # log a = level + slope log n
+    level_b = sum(math.log(v) for v in b) / len(b) - slope_b * mean_log_n
+    return math.exp((level_b - level_a) / (slope_a - slope_b))
+
+
+def attention_vs_recurrence(lengths: Sequence[int], d_model: int = 512, num_heads: int = 8,
+                            repeats: int = 5, threads: int = 1, seed: int = 0) -> dict[str, list[float]]:
+    """Median milliseconds, batch 1 and no gradients, for each length n, of:
+
+    - ``attention layer``: :class:`MultiHeadAttention` (projections w_q, w_k, w_v, w_o and
+      the attention core), the layer Table 1 counts;
+    - ``attention core``: softmax(Q K^T / sqrt(d_k)) V alone on projected (1, H, n, K);
+    - ``GRU``: one ``nn.GRU`` layer of width d_model over the n positions (n sequential steps).
+
+    Runs on ``threads`` threads (restored afterwards): one thread gives steadier figures
+    on a shared machine and keeps the comparison about work, not about parallel cores."""
+    checks.positive_int("threads", threads)
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    # Our own random stream: a deck gets the same later results whether this ran or was cached.
+    with torch.random.fork_rng(devices=[]):
+        try:
+            return _time_layers(lengths, d_model, num_heads, repeats, seed)
+        finally:
+            torch.set_num_threads(before)
+
+
+@torch.no_grad()
+def _time_layers(lengths, d_model: int, num_heads: int, repeats: int, seed: int) -> dict[str, list[float]]:
+    """The measurement of :func:`attention_vs_recurrence`, on the caller's threads."""
+    torch.manual_seed(seed)
+    mha = MultiHeadAttention(d_model=d_model, num_heads=num_heads).eval()
+    gru = nn.GRU(d_model, d_model, batch_first=True).eval()
+    d_k = d_model // num_heads
+    out: dict[str, list[float]] = {"attention layer": [], "attention core": [], "GRU": []}
+    for n in lengths:
+        x = torch.randn(1, checks.positive_int("lengths[i]", n), d_model)  # (B, n, D)
+        q, k, v = (torch.randn(1, num_heads, n, d_k) for _ in range(3))  # (B, H, n, K)
+        t = median_times({"attention layer": lambda: mha(x, x, x),
+                          "attention core": lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v),
+                          "GRU": lambda: gru(x)}, repeats=repeats)
+        for name in out:
+            out[name].append(t[name] * 1e3)
+    return out
+
+
+def cached_step_macs(d_model: int, d_ff: int, num_layers: int, vocab_size: int, position: int,
+                     src_len: int) -> dict[str, int]:
+    """Multiply-adds of one cached greedy decoding step at output ``position`` t, batch 1:
+
+    - ``weights``: every decoder layer's projections (self-attention q, k, v, o: 4 d^2;
+      cross-attention q and o: 2 d^2, its keys and values are projected once from the
+      memory) and feed-forward (2 d d_ff), plus the output projection (d V). It does not
+      depend on t.
+    - ``attention``: per layer, Q K^T and weights times V over the t cached positions
+      (2 t d) and over the S source positions (2 S d). It grows as O(t d) (Table 1's
+      n^2 d, one query row at a time)."""
+    for name, value in (("d_model", d_model), ("d_ff", d_ff), ("num_layers", num_layers),
+                        ("vocab_size", vocab_size), ("position", position), ("src_len", src_len)):
+        checks.positive_int(name, value)
+    weights = num_layers * (6 * d_model * d_model + 2 * d_model * d_ff) + d_model * vocab_size
+    attention = num_layers * 2 * d_model * (position + src_len)
+    return {"weights": weights, "attention": attention}
+
+
+def multi_head_macs(length: int, d_model: int, num_heads: int) -> dict[str, int]:
+    """Multiply-adds of one multi-head self-attention layer over ``length`` positions
+    (Section 3.2.2, d_k = d_v = d_model / h): the projections w_q, w_k, w_v, w_o
+    (4 n d_model h d_k) and the h attention cores (Q K^T and weights times V: 2 n^2 h d_k).
+    With h d_k = d_model neither depends on h: "the total computational cost is similar
+    to that of single-head attention with full dimensionality"."""
+    checks.positive_int("length", length)
+    checks.positive_int("d_model", d_model)
+    checks.positive_int("num_heads", num_heads)
+    if d_model % num_heads:
+        raise ValueError(f"d_model={d_model} must be divisible by num_heads={num_heads}")
+    d_k = d_model // num_heads
+    return {"projections": 4 * length * d_model * num_heads * d_k,
+            "attention": 2 * length * length * num_heads * d_k}
