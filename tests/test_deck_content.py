@@ -53,9 +53,10 @@ def test_every_slide_has_speaker_notes(path):
     assert without == [], f"slides without notes in {path.name}"
 
 
-def test_the_deck_has_between_60_and_90_slides():
+def test_the_deck_has_between_60_and_110_slides():
+    # A 90-minute talk: the second edition adds trained models, definitions and results.
     count = sum(len(slides_of(p)) for p in chapter_files())
-    assert 60 <= count <= 90, count
+    assert 60 <= count <= 110, count
 
 
 @pytest.mark.parametrize("name", EQUATIONS)
