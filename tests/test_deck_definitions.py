@@ -131,6 +131,17 @@ def test_the_causal_quote_is_cited_to_section_3_1():
     assert "## The causal mask and the shifted target (Section 3.2.3)" not in text
 
 
+def test_every_quote_of_the_offset_target_cites_section_3_1():
+    """"offset by one position" is in the decoder paragraph of Section 3.1, wherever quoted."""
+    import re
+
+    for path in sorted(CHAPTERS.glob("*.qmd")):
+        for match in re.finditer(r"offset by one position", path.read_text()):
+            after = path.read_text()[match.end(): match.end() + 400]
+            cited = re.search(r"Section (\d(?:\.\d)*)", after)
+            assert cited and cited.group(1) == "3.1", f"{path.name}: cites {cited and cited.group(0)}"
+
+
 # --------------------------------------------------------------------------- chapter 10
 
 

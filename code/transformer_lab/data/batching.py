@@ -59,7 +59,7 @@ class TranslationDataset(Dataset):
 
 class Batch(NamedTuple):
     """A padded batch. ``tgt_in`` = ``<bos> y_1 .. y_n`` and ``tgt_out`` = ``y_1 .. y_n <eos>``:
-    the output embeddings "are offset by one position" (Section 3.2.3)."""
+    the output embeddings "are offset by one position" (Section 3.1, the decoder)."""
 
     src: Tensor  # (B, S)
     tgt_in: Tensor  # (B, T)
