@@ -40,11 +40,11 @@ def test_weights_from_it_marks_the_antecedent_and_the_other_noun():
         tt.plot_weights_from([w, w], [words], [1, 6], [6, 1])
 
 
-def test_legible_raises_small_text_and_leaves_large_text():
+def test_enlarge_text_raises_small_text_and_leaves_large_text():
     fig = Figure()
     ax = fig.subplots()
     small, large = ax.text(0, 0, "small", fontsize=8), ax.text(0, 1, "large", fontsize=30)
-    assert tt.legible(fig, 15) is fig
+    assert tt.enlarge_text(fig, 15) is fig
     assert small.get_fontsize() == 15 and large.get_fontsize() == 30
     with pytest.raises(TypeError, match="fig must be a matplotlib Figure, got str"):
-        tt.legible("figure")
+        tt.enlarge_text("figure")

@@ -54,5 +54,5 @@ from .tables import markdown_table
 from .legibility import enlarge_text
 from . import corpus
 from .pronoun import AntecedentAttention, antecedent_attention, encoder_attention, noun_positions, weights_from_it
-from .plots_trained import legible, plot_antecedent_heads, plot_beam_tree, plot_weights_from
+from .plots_trained import plot_antecedent_heads, plot_beam_tree, plot_weights_from
 from .decoding_steps import BeamNode, BeamTree, DecodingStep, beam_tree, greedy_step_table

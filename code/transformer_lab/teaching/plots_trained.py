@@ -2,8 +2,9 @@
 Section 3.2.3) and a beam search's tree (Section 6.1).
 
 Text is set at ``SLIDE_TEXT`` points (at least 15 pt, about 20 px on a 1050 x 700 slide
-when a figure up to 10 inches wide fills the slide's width); :func:`legible` raises the
-text of any figure to that size.
+when a figure up to 10 inches wide fills the slide's width);
+:func:`~transformer_lab.teaching.legibility.enlarge_text` raises the text of any other
+figure to slide size.
 
 Shapes: L layers, H heads, S keys.
 """
@@ -26,17 +27,6 @@ LARGE = {"font.size": SLIDE_TEXT, "axes.titlesize": SLIDE_TEXT + 1, "axes.labels
          "xtick.labelsize": SLIDE_TEXT - 1, "ytick.labelsize": SLIDE_TEXT - 1, "legend.fontsize": SLIDE_TEXT - 1}
 #: The two nouns of a pronoun sentence and the other words (no Q/K/V meaning: ink and greys).
 ANTECEDENT, OTHER_NOUN, OTHER_WORD = PALETTE["ink"], "#9096AE", "#D9DCE6"
-
-
-def legible(fig: Figure, size: float = SLIDE_TEXT - 1) -> Figure:
-    """Raise every text of ``fig`` smaller than ``size`` points to ``size`` (tick labels,
-    titles, legends, colour bars); returns ``fig``."""
-    if not isinstance(fig, Figure):
-        raise TypeError(f"fig must be a matplotlib Figure, got {type(fig).__name__}")
-    for text in fig.findobj(matplotlib.text.Text):
-        if text.get_fontsize() < size:
-            text.set_fontsize(size)
-    return fig
 
 
 def _large(fn):
