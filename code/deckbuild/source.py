@@ -107,15 +107,24 @@ def expand_includes(lines: list[str], path: Path, first: int, root: Path,
             out.extend(expand_includes(body, target, body_first, root,
                                        stack + (path.resolve(),)))
             continue
-        fm = FENCE_OPEN_RE.match(text)
-        if fm:
-            marker = fm.group("fence")
-            if fence is None:
-                fence = marker
-            elif marker[0] == fence[0] and len(marker) >= len(fence) and not fm.group("info"):
-                fence = None
+        fence, _ = track_code_fence(fence, text)
         out.append(Line(text, path, lineno))
     return out
+
+
+def track_code_fence(fence: str | None, text: str) -> tuple[str | None, bool]:
+    """The code fence open after ``text`` (``None`` outside code) given the one open before
+    it, and whether ``text`` is a fence line. A fence closes on a bare marker of the same
+    character, at least as long (CommonMark)."""
+    fm = FENCE_OPEN_RE.match(text)
+    if not fm:
+        return fence, False
+    marker = fm.group("fence")
+    if fence is None:
+        return marker, True
+    if marker[0] == fence[0] and len(marker) >= len(fence) and not fm.group("info"):
+        return None, True
+    return fence, True
 
 
 def check_divs(lines: list[Line]) -> None:
@@ -125,13 +134,8 @@ def check_divs(lines: list[Line]) -> None:
     opened: list[Line] = []
     fence: str | None = None
     for line in lines:
-        fm = FENCE_OPEN_RE.match(line.text)
-        if fm:
-            marker = fm.group("fence")
-            if fence is None:
-                fence = marker
-            elif marker[0] == fence[0] and len(marker) >= len(fence) and not fm.group("info"):
-                fence = None
+        fence, is_fence = track_code_fence(fence, line.text)
+        if is_fence:
             continue
         if fence is not None:
             continue
