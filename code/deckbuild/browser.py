@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import findings as form_checks
+from .contact_sheet import NAME as CONTACT_SHEET, write_contact_sheet
 from .errors import DeckError
 from .resources import read_resource
 
@@ -104,6 +105,7 @@ class Report:
     requests: list = field(default_factory=list)
     total_slides: int = 0
     speaker_view: list = field(default_factory=list)
+    contact_sheet: str = ""   # <screenshots>/contact-sheet.png when screenshots were taken
 
     def problems(self) -> list[str]:
         out = [f"console error: {c}" for c in self.console]
@@ -166,6 +168,9 @@ def check_deck(html: Path, screenshots: Path | None = None, ctx=None,
                 result.screenshot = str(shot)
             report.slides.append(result)
         form_checks.merge_chrome_into(report.slides)
+        if screenshots is not None and report.slides:
+            report.contact_sheet = str(write_contact_sheet(
+                [Path(s.screenshot) for s in report.slides], screenshots / CONTACT_SHEET))
         if speaker_view:
             report.speaker_view = _check_speaker_view(c, page)
         page.close()

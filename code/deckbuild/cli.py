@@ -73,6 +73,7 @@ def cmd_check(args) -> int:
                 problems.append(f"PDF has {pages} pages for {report.total_slides} slides")
         emit(f"[deckbuild] checked {len(report.slides)} slides of {html.name} in "
              f"{time.perf_counter() - t:.2f}s; screenshots in {shots}")
+        emit(f"[deckbuild] contact sheet: {report.contact_sheet}")
         for p in problems:
             emit(f"  PROBLEM {p}")
         emit("[deckbuild] form checks (findings per check):")

@@ -196,6 +196,12 @@ window.__deckbuildForm = function () {
     }
     return decodeURIComponent(body);
   }
+  function imgName(img) {
+    const fig = img.closest("figure");
+    const cap = fig && fig.querySelector("figcaption");
+    return short(img.getAttribute("alt") || img.getAttribute("aria-label") ||
+                 (cap ? cap.textContent : "") || "without alt text");
+  }
   // an SVG image: a copy laid out over the image, in a context like an image's (no
   // inherited styles), measured, then removed
   function imgSvg(img) {
@@ -213,8 +219,7 @@ window.__deckbuildForm = function () {
     box.appendChild(copy);
     document.body.appendChild(box);
     try {
-      const where = "image " + short(img.getAttribute("alt") || img.getAttribute("aria-label") || "svg");
-      svgTexts(copy, where, 1);
+      svgTexts(copy, "image " + imgName(img), 1);
     } finally {
       box.remove();
     }
@@ -277,7 +282,7 @@ window.__deckbuildForm = function () {
     if (tag === "img" && el.getBoundingClientRect().width > 0) {
       const src = el.currentSrc || el.src || "";
       if (/^data:image\/svg\+xml/i.test(src)) imgSvg(el);
-      else raster.push({ where: "image", string: short(el.getAttribute("alt") || src.slice(0, 40)) });
+      else raster.push({ where: "image", string: imgName(el) });
     }
   }
   flush();
