@@ -145,7 +145,7 @@ def check_deck(html: Path, screenshots: Path | None = None, ctx=None,
             if (h) {   // the heading as read: without KaTeX's MathML copy of its formulas
                 const c = h.cloneNode(true);
                 c.querySelectorAll('.katex-mathml, aside').forEach(e => e.remove());
-                title = c.textContent.replace(/\s+/g, ' ').trim();
+                title = c.textContent.replace(/\\s+/g, ' ').trim();
             }
             return {h: i.h, v: i.v || 0, title};
         })""")

@@ -83,3 +83,49 @@ def test_overflow_is_detected(tmp_path):
     assert ("Far too much", "overflow") in kinds
     assert ("A long code line", "cut") in kinds
     assert ("Overflow", "logo") in kinds   # this deck has no logo
+
+
+@pytest.mark.parametrize("name", DECKS)
+def test_a_contact_sheet_beside_the_screenshots(checked, name):
+    from PIL import Image
+
+    _, report = checked[name]
+    sheet = Path(report.contact_sheet)
+    assert sheet == Path(report.slides[0].screenshot).parent / "contact-sheet.png"
+    with Image.open(sheet) as img:
+        assert img.format == "PNG" and img.width >= 6 * 300
+        assert img.height >= -(-len(report.slides) // 6) * 170   # a row of thumbnails per six slides
+
+
+# Issue 13, on the project's own deck: every rendered text (plots and diagrams included) at
+# 20 px or more at the 1050 x 700 slide, no slide under a third of its area, at most five
+# slides with only a title, no raw Python repr in outputs, tables or prose.
+
+def _listing(found: list[dict]) -> str:
+    from deckbuild.findings import message
+
+    return f"{len(found)} findings:\n" + "\n".join(message(f) for f in found)
+
+
+def test_project_deck_has_no_text_under_20_px(checked):
+    _, report = checked["project"]
+    found = report.findings("small text") + report.findings("raster image")
+    assert not found, _listing(found)
+
+
+def test_project_deck_has_no_thin_slide(checked):
+    _, report = checked["project"]
+    assert not report.findings("thin slide"), _listing(report.findings("thin slide"))
+
+
+def test_project_deck_has_at_most_five_title_only_slides(checked):
+    from deckbuild.findings import TITLE_ONLY_LIMIT
+
+    _, report = checked["project"]
+    found = report.findings("title-only")
+    assert len(found) <= TITLE_ONLY_LIMIT, _listing(found)
+
+
+def test_project_deck_shows_no_raw_repr(checked):
+    _, report = checked["project"]
+    assert not report.findings("raw repr"), _listing(report.findings("raw repr"))

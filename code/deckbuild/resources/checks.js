@@ -271,13 +271,15 @@ window.__deckbuildForm = function () {
     const el = node, tag = el.tagName.toLowerCase();
     if (el.closest("svg") && tag !== "svg") continue;
     if (hidden(el, slide)) continue;
+    // painted: text (above), replaced elements, tables and boxes with a background;
+    // borders are not content (a heading's rule or a code frame spans the slide whatever
+    // the slide holds)
     const cs = getComputedStyle(el);
-    const isPainted = ["img", "svg", "canvas", "video", "iframe", "table", "hr"].includes(tag) ||
-      (cs.backgroundColor !== "rgba(0, 0, 0, 0)" && cs.backgroundColor !== "transparent") ||
-      cs.backgroundImage !== "none" ||
-      ["Top", "Right", "Bottom", "Left"].some(s => parseFloat(cs["border" + s + "Width"]) > 0 &&
-        cs["border" + s + "Style"] !== "none");
-    if (isPainted) painted([el.getBoundingClientRect()]).forEach(r => addRect(r, el));
+    if (["img", "svg", "canvas", "video", "iframe", "table"].includes(tag) ||
+        (cs.backgroundColor !== "rgba(0, 0, 0, 0)" && cs.backgroundColor !== "transparent") ||
+        cs.backgroundImage !== "none") {
+      painted([el.getBoundingClientRect()]).forEach(r => addRect(r, el));
+    }
     if (tag === "svg" && !el.parentElement.closest("svg")) svgTexts(el, "svg", 1);
     if (tag === "img" && el.getBoundingClientRect().width > 0) {
       const src = el.currentSrc || el.src || "";
