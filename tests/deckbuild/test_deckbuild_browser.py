@@ -74,6 +74,16 @@ def test_feature_deck_has_what_the_sources_ask_for(checked):
     assert report.speaker_view == []
 
 
+def test_feature_deck_footer_and_slide_number_are_measured_once(checked):
+    """The default theme's footer and slide number are under 20 px: reported once each,
+    with the number of other slides they show on."""
+    _, report = checked["features"]
+    chrome = [f for f in report.findings("small text") if "(footer" in f["detail"] or "(slide number" in f["detail"]]
+    assert [(f["slide"], f["string"]) for f in chrome] == [(1, "Feature deck footer"), (1, "1 / 11")]
+    assert all(f["detail"].endswith("and on 10 more slides") for f in chrome)
+    assert all(float(f["detail"].split(" px")[0]) < 20 for f in chrome)
+
+
 def test_overflow_is_detected(tmp_path):
     """The checks are not vacuous: a slide that is too long and a cut code line are caught."""
     root = copy_deck("overflow", tmp_path)

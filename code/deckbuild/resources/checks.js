@@ -261,7 +261,7 @@ window.__deckbuildForm = function () {
       if (!runs.has(b)) runs.set(b, new Map());
       const bySize = runs.get(b);
       if (!bySize.has(px)) {
-        const run = { where: isCode(parent) || inOutput(parent) ? "code or output" : "text", string: "", px };
+        const run = { where: isCode(parent) ? "code" : inOutput(parent) ? "output" : "text", string: "", px };
         bySize.set(px, run);
         text.push(run);
       }
