@@ -75,7 +75,7 @@ def _by(report, check):
     return [(f["slide"], f["string"]) for f in report.findings(check)]
 
 
-def test_form_deck_small_text_in_a_plot_and_an_inline_svg(form):
+def test_form_deck_small_text_in_a_plot_and_svg_inline_or_as_image(form):
     _, _, report = form
     small = report.findings("small text")
     assert {f["slide"] for f in small} == {2, 4}, [findings.message(f) for f in small]
@@ -83,8 +83,11 @@ def test_form_deck_small_text_in_a_plot_and_an_inline_svg(form):
     # 8 pt is 10.7 px, matplotlib's title is 1.2 times larger: measured inside the SVG image
     assert plot["eight point legend"].startswith("10.7 px (image")
     assert plot["eight point title"].startswith("12.8 px (image")
-    assert _by(report, "small text")[-1:] == [(4, "tiny label")]   # 4 user units x 3 = 12 px
-    assert [f["detail"] for f in small if f["slide"] == 4] == ["12.0 px (svg)"]
+    # inline: 4 user units x 3 = 12 px; an SVG file without a viewBox, 300 wide shown 600
+    # wide: 8 units x 2 = 16 px (its 12-unit line, 24 px, passes)
+    assert [(f["string"], f["detail"]) for f in small if f["slide"] == 4] == [
+        ("tiny label", "12.0 px (svg)"),
+        ("file label, eight units", "16.0 px (image An SVG file without a viewBox)")]
 
 
 def test_form_deck_raster_thin_title_only_and_raw_repr(form):
@@ -131,9 +134,9 @@ def test_check_command_prints_the_findings_per_check(form):
     proc = run_cli("check", str(root / "deck.qmd"), cwd=root, timeout=300)
     out = proc.stderr
     assert proc.returncode == 1, out
-    for line in ("small text: 10", "raster image: 1", "thin slide: 1",
+    for line in ("small text: 11", "raster image: 1", "thin slide: 1",
                  "title-only: 2 (at most 5 allowed)", "raw repr: 3"):
         assert f"  {line}\n" in out, out
     assert "slide 6 (A thin slide): thin slide: 'A thin slide' painted content covers" in out
-    assert "failing: small text (10), raster image (1), thin slide (1), raw repr (3)" in out
+    assert "failing: small text (11), raster image (1), thin slide (1), raw repr (3)" in out
     assert "contact-sheet.png" in out and (root / "_output" / "deck_screenshots" / "contact-sheet.png").exists()

@@ -174,7 +174,7 @@ window.__deckbuildForm = function () {
     rects.push(r);
     if (!heading || !heading.contains(el)) outsideTitle = true;
   }
-  function svgTexts(root, where, extraScale) {
+  function svgTexts(root, where) {
     root.querySelectorAll("text").forEach(t => {
       const nodes = [];
       const w = document.createTreeWalker(t, NodeFilter.SHOW_TEXT);
@@ -182,7 +182,7 @@ window.__deckbuildForm = function () {
       for (const n of nodes) {
         const el = n.parentElement;
         if (hidden(el, root.parentElement)) continue;
-        const px = parseFloat(getComputedStyle(el).fontSize) * svgScale(t) * extraScale / scale;
+        const px = parseFloat(getComputedStyle(el).fontSize) * svgScale(t) / scale;
         if (px > 0) text.push({ where, string: short(n.textContent), px: round(px) });
       }
     });
@@ -208,7 +208,14 @@ window.__deckbuildForm = function () {
     const r = img.getBoundingClientRect();
     const doc = new DOMParser().parseFromString(decodeSvg(img.currentSrc || img.src), "image/svg+xml");
     const svg = doc.documentElement;
-    if (!svg || svg.tagName.toLowerCase() !== "svg") return;
+    if (!svg || svg.tagName.toLowerCase() !== "svg") {
+      raster.push({ where: "image", string: imgName(img) + " (SVG that does not parse)" });
+      return;
+    }
+    // an SVG image without a viewBox is scaled from its width and height, as in <img>
+    const w0 = parseFloat(svg.getAttribute("width")), h0 = parseFloat(svg.getAttribute("height"));
+    if (!svg.hasAttribute("viewBox") && w0 > 0 && h0 > 0 && [svg.getAttribute("width"), svg.getAttribute("height")].every(v => /^\s*[\d.]+(px)?\s*$/.test(v)))
+      svg.setAttribute("viewBox", `0 0 ${w0} ${h0}`);
     const box = document.createElement("div");
     box.setAttribute("style", `all: initial; position: fixed; left: ${r.left}px; top: ${r.top}px; ` +
       `width: ${r.width}px; height: ${r.height}px; opacity: 0; pointer-events: none;`);
@@ -219,7 +226,7 @@ window.__deckbuildForm = function () {
     box.appendChild(copy);
     document.body.appendChild(box);
     try {
-      svgTexts(copy, "image " + imgName(img), 1);
+      svgTexts(copy, "image " + imgName(img));
     } finally {
       box.remove();
     }
@@ -280,9 +287,9 @@ window.__deckbuildForm = function () {
         cs.backgroundImage !== "none") {
       painted([el.getBoundingClientRect()]).forEach(r => addRect(r, el));
     }
-    if (tag === "svg" && !el.parentElement.closest("svg")) svgTexts(el, "svg", 1);
+    if (tag === "svg" && !el.parentElement.closest("svg")) svgTexts(el, "svg");
     if (tag === "img" && el.getBoundingClientRect().width > 0) {
-      const src = el.currentSrc || el.src || "";
+      const src = el.currentSrc || el.src || el.getAttribute("data-src") || "";
       if (/^data:image\/svg\+xml/i.test(src)) imgSvg(el);
       else raster.push({ where: "image", string: imgName(el) });
     }
