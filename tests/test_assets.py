@@ -106,7 +106,7 @@ def _texts(root: ET.Element):
         transform = element.get("transform", "")
         assert "scale" not in transform and "matrix" not in transform, (
             f"a scaling transform ({transform!r}) hides the real text size: draw at size")
-        if element.tag == f"{SVG_NS}text":
+        if element.tag in (f"{SVG_NS}text", f"{SVG_NS}tspan"):
             yield chain
         for child in element:
             yield from walk(child, chain)
@@ -128,7 +128,7 @@ def test_diagram_text_is_at_least_20px_where_shown(name, where, shown):
     for chain in _texts(root):
         px = _font_px(chain, rules) * scale
         if px < MIN_TEXT_PX:
-            small.append(f"{''.join(chain[-1].itertext())!r} at {px:.1f} px")
+            small.append(f"{''.join(chain[-1].itertext())!r} at {px:.1f} px")  # text or tspan
     assert not small, f"{name} shown {shown:.0f} px wide at {where}: " + "; ".join(small)
 
 
