@@ -23,7 +23,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .cells import effective_cell_options
+from .cells import coalesce_streams, effective_cell_options
 from .depgraph import Graph, build_graph
 from .source import Document
 
@@ -143,7 +143,7 @@ def comparable(outputs: list) -> list:
     """What a re-run must reproduce: text exactly, and which kinds of image it showed
     (an SVG's ids and a PNG's bytes may differ between runs of the same code)."""
     out = []
-    for o in outputs:
+    for o in coalesce_streams(outputs):     # the kernel may split one print in two
         kind = o.get("output_type")
         if kind == "stream":
             out.append((kind, o.get("name"), "".join(o.get("text", ""))))
