@@ -75,7 +75,7 @@ def _anchor(path: Path, line: str | None) -> str:
 
 def measure(cwd: Path, target: str, edits: list, repeats: int, env: dict) -> list:
     port = _free_port()
-    log = open(cwd / ".bench-preview.log", "w")
+    log = open(Path(tempfile.mkdtemp(prefix="bench-preview-")) / "preview.log", "w")
     proc = subprocess.Popen([sys.executable, "-m", "deckbuild", "preview", "--no-browser",
                              "--port", str(port), target], cwd=cwd, env=env, stdout=log,
                             stderr=subprocess.STDOUT, start_new_session=True)
@@ -112,6 +112,9 @@ def main() -> int:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--only", choices=["test", "real"])
     args = ap.parse_args()
+    # a TERM (or an INT, which a background job ignores) still restores the edited files
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit("interrupted"))
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO / "code"), env.get("PYTHONPATH")]))
     env.setdefault("DECKBUILD_NODE_MODULES", str(REPO / "node_modules"))

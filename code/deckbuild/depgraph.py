@@ -240,6 +240,21 @@ def _kills(stmt) -> set:
     return out
 
 
+def _bound_first(stmt) -> set:
+    """Names a ``for`` or ``with`` statement binds before its body reads them: the body
+    sees the new value, so they are not read from earlier cells (unless the loop's
+    iterable or the context expression reads them, or a ``for`` has an ``else``)."""
+    if isinstance(stmt, (ast.For, ast.AsyncFor)) and not stmt.orelse:
+        targets, heads = [stmt.target], [stmt.iter]
+    elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+        targets = [w.optional_vars for w in stmt.items if w.optional_vars is not None]
+        heads = [w.context_expr for w in stmt.items]
+    else:
+        return set()
+    bound = {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+    return bound - {n.id for h in heads for n in ast.walk(h) if isinstance(n, ast.Name)}
+
+
 def _scan_statements(names: CellNames, tree: ast.Module, top: set) -> None:
     """Reads and writes, statement by statement: a name is *exposed* (the cell may use or
     change the value earlier cells left) unless a plain assignment rebound it first."""
@@ -247,7 +262,7 @@ def _scan_statements(names: CellNames, tree: ast.Module, top: set) -> None:
         part = CellNames()
         _Scan(part, top).visit(stmt)
         kills = _kills(stmt)
-        names.exposed |= (part.reads | (part.writes - kills)) - names.kills
+        names.exposed |= (part.reads | (part.writes - kills)) - names.kills - _bound_first(stmt)
         names.kills |= kills - names.exposed
         for attr in ("reads", "writes", "calls", "inner"):
             getattr(names, attr).update(getattr(part, attr))

@@ -77,3 +77,14 @@ def test_the_setup_cell_and_module_setters_are_barriers():
 def test_ancestors_are_the_transitive_closure():
     g = build_graph(["a = 1", "b = a + 1", "c = b + 1", "d = 4"])
     assert [sorted(a) for a in g.ancestors] == [[], [0], [0, 1], []]
+
+
+def test_a_for_or_with_target_is_bound_before_the_body_reads_it():
+    # the loop's `out` is its own; the earlier cell's `out` is not read
+    assert deps("out = 1", "for out in [2, 3]:\n    print(out)") == [[], []]
+    assert deps("f = 1", "with open('x') as f:\n    print(f)") == [[], []]
+    # ...but the iterable is read first, and a loop's else sees the old value
+    assert deps("out = [1]", "for out in out:\n    print(out)")[1] == [0]
+    assert deps("out = 1", "for out in []:\n    pass\nelse:\n    print(out)")[1] == [0]
+    # a later cell still sees either value: it depends on both
+    assert deps("out = 1", "for out in []:\n    pass", "print(out)")[2] == [0, 1]
