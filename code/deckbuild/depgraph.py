@@ -229,6 +229,8 @@ def _kills(stmt) -> set:
         return {(a.asname or a.name).split(".")[0] for a in stmt.names}
     if isinstance(stmt, ast.ImportFrom):
         return {a.asname or a.name for a in stmt.names if a.name != "*"}
+    if isinstance(stmt, (ast.With, ast.AsyncWith)):   # its body runs once, unconditionally
+        return set().union(*(_kills(s) for s in stmt.body))
     targets = stmt.targets if isinstance(stmt, ast.Assign) else (
         [stmt.target] if isinstance(stmt, ast.AnnAssign) and stmt.value is not None else [])
     out = set()

@@ -88,3 +88,5 @@ def test_a_for_or_with_target_is_bound_before_the_body_reads_it():
     assert deps("out = 1", "for out in []:\n    pass\nelse:\n    print(out)")[1] == [0]
     # a later cell still sees either value: it depends on both
     assert deps("out = 1", "for out in []:\n    pass", "print(out)")[2] == [0, 1]
+    # a with body runs once: its plain assignments rebind
+    assert deps("r = 1", "with open('x') as f:\n    r = f.read()") == [[], []]
