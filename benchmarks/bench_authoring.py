@@ -2,7 +2,8 @@
 page (issue 13's target: at most 15 s on the project machine).
 
 It starts ``deckbuild preview`` on a deck, waits for its first build (warm cache), then,
-for each edit, appends a comment line to one cell, saves, and times until the preview's
+for each edit, adds a line to one cell (it prints an HTML comment, so the page's
+markdown changes and pandoc runs), saves, and times until the preview's
 version number changes (the open page polls it every 0.7 s and reloads); the file is
 restored afterwards. Medians over ``--repeats`` edits (each with a new comment, so each
 is a real change). Decks: the test deck tests/deckbuild/decks/partial (copied to a
@@ -73,6 +74,18 @@ def _anchor(path: Path, line: str | None) -> str:
     return text[i]
 
 
+def _restore(path: Path, text: str) -> None:
+    """Put the edited file back, atomically and with TERM/INT held off meanwhile."""
+    held = {signal.SIGTERM, signal.SIGINT}
+    signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    try:
+        tmp = path.with_name(f".{path.name}.bench-restore")
+        tmp.write_text(text)
+        os.replace(tmp, path)
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, held)
+
+
 def measure(cwd: Path, target: str, edits: list, repeats: int, env: dict) -> list:
     port = _free_port()
     log = open(Path(tempfile.mkdtemp(prefix="bench-preview-")) / "preview.log", "w")
@@ -90,13 +103,15 @@ def measure(cwd: Path, target: str, edits: list, repeats: int, env: dict) -> lis
             try:
                 for n in range(repeats):
                     time.sleep(1.0)      # the watcher polls every 0.5 s
-                    edited = original.replace(anchor, f"{anchor}  # bench edit {n} {time.time()}", 1)
+                    # a visible edit: the cell prints one more line, so pandoc runs too
+                    edited = original.replace(
+                        anchor, f"{anchor}\nprint('<!-- bench edit {n} {time.time()} -->')", 1)
                     t0 = time.perf_counter()
                     path.write_text(edited)
                     version = _wait_version(port, version, 900)
                     times.append(time.perf_counter() - t0)
             finally:
-                path.write_text(original)
+                _restore(path, original)
                 time.sleep(1.0)
                 version = _wait_version(port, version, 900)   # the restore rebuilds too
             results.append((label, times))
