@@ -128,6 +128,18 @@ class _Scan(ast.NodeVisitor):
         self._call(node)
         self.generic_visit(node)
 
+    def visit_MatchAs(self, node):        # case [a, *rest] / case {"k": v, **rest}: binds
+        if node.name:
+            self.n.writes.add(node.name)
+        self.generic_visit(node)
+
+    visit_MatchStar = visit_MatchAs
+
+    def visit_MatchMapping(self, node):
+        if node.rest:
+            self.n.writes.add(node.rest)
+        self.generic_visit(node)
+
     def visit_Global(self, node):
         self._flag("`global` statement", opaque=True)
 

@@ -90,3 +90,9 @@ def test_a_for_or_with_target_is_bound_before_the_body_reads_it():
     assert deps("out = 1", "for out in []:\n    pass", "print(out)")[2] == [0, 1]
     # a with body runs once: its plain assignments rebind
     assert deps("r = 1", "with open('x') as f:\n    r = f.read()") == [[], []]
+
+
+def test_match_patterns_bind_names():
+    n = analyze("match p:\n    case [a, *rest]:\n        pass\n    case {'k': v, **more}:\n        pass")
+    assert {"a", "rest", "v", "more"} <= n.writes
+    assert deps("a = 1", "match 2:\n    case a:\n        pass", "print(a)")[2] == [0, 1]
