@@ -133,8 +133,10 @@ def _execute(job: Job, doc: source.Document, opts: dict) -> list[list]:
         cell_timeout=_cell_timeout(job))
     outputs, stats = execute.execute(doc, opts, job.cache_root / "cells", job.settings.use_cache,
                                      job.progress.emit, kernel)
-    note = ("all cached" if stats["cached"] and stats["cached"] == stats["cells"]
-            else f"{stats['cells']} cells run")
+    ran = len(stats.get("ran", ()))
+    note = ("all cached" if stats["cells"] and not ran
+            else f"{stats['cells']} cells run" if ran == stats["cells"]
+            else f"{ran} of {stats['cells']} cells run")
     job.progress.step("execute", t, note)
     return outputs
 

@@ -1,11 +1,13 @@
 """Stage 2: execute the document's Python cells in one Jupyter kernel, with a cache.
 
-Each cell's cache key hashes its source and effective options, the keys of every cell
-before it (so a changed cell invalidates everything after it), the ``.py`` files under the
-project's ``deckbuild: cache-sources`` folders (the packages cells import), and this
-module's execution-setup version.
-When every key is in the cache no kernel starts at all. Otherwise the whole document runs
-again in a fresh kernel (later cells may depend on state built by earlier ones).
+Each cell's cache key hashes its source and options, the keys of the cells it depends on
+(``depgraph``: a static reading of the names the cells share), the ``.py`` files under the
+project's ``deckbuild: cache-sources`` folders and the execution set-up's version
+(``partial``). When every key is in the cache no kernel starts at all. Otherwise a fresh
+kernel runs the set-up, then, in document order, the cells whose keys changed and the
+earlier cells they need for their state; every other cell keeps its cached outputs. A cell
+re-run only for state must reproduce its cached outputs, or the whole document runs again
+in order (the graph missed something); ``--no-cache`` always runs everything in order.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ from pathlib import Path
 from typing import Callable
 
 from .cells import effective_cell_options, strip_ansi
+from . import partial
+from .partial import EXEC_VERSION, Cache, cell_keys  # noqa: F401 - re-exported
 from .errors import DeckError
 from .source import Cell, Document
 
@@ -33,7 +37,6 @@ _QUIET_LOG = logging.getLogger("deckbuild.nbclient")
 _QUIET_LOG.addHandler(logging.NullHandler())
 _QUIET_LOG.propagate = False
 
-EXEC_VERSION = "4"   # bump when the kernel set-up below changes what cells produce
 
 
 @dataclass(frozen=True)
@@ -56,42 +59,6 @@ def source_hash(folders) -> str:
                 continue
             h.update(f"{folder.name}/{rel}".encode() + b"\0" + path.read_bytes() + b"\0")
     return h.hexdigest()
-
-
-def cell_keys(doc: Document, doc_opts: dict, pkg_hash: str) -> list[str]:
-    keys, chain = [], hashlib.sha256(
-        f"{EXEC_VERSION}|{sys.version_info[:2]}|{pkg_hash}|{doc.path.name}".encode()).hexdigest()
-    for cell in doc.cells:
-        eff = effective_cell_options(cell, doc_opts)
-        payload = json.dumps({"prev": chain, "code": cell.code, "options": eff}, sort_keys=True,
-                             default=str)
-        chain = hashlib.sha256(payload.encode()).hexdigest()
-        keys.append(chain)
-    return keys
-
-
-class Cache:
-    def __init__(self, directory: Path):
-        self.dir = directory
-
-    def _path(self, key: str) -> Path:
-        return self.dir / key[:2] / f"{key}.json"
-
-    def get(self, key: str):
-        path = self._path(key)
-        if not path.exists():
-            return None
-        try:
-            return json.loads(path.read_text())
-        except (OSError, ValueError):
-            return None
-
-    def put(self, key: str, outputs: list) -> None:
-        path = self._path(key)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".tmp{os.getpid()}")
-        tmp.write_text(json.dumps(outputs))
-        os.replace(tmp, path)
 
 
 def _version(text: str) -> tuple[int, ...]:
@@ -190,32 +157,83 @@ def kernel_env(settings: KernelSettings) -> dict:
     return env
 
 
-async def _run_cell(client, cell: Cell, eff: dict, total: int, progress) -> list:
-    """Run one cell (with its option set-up around it); return its outputs as JSON data."""
+@dataclass
+class Run:
+    """One kernel's work: which cells to run and why, what the cache already holds."""
+
+    doc: Document
+    effs: list
+    plan: partial.Plan
+    hits: list            # cache entries (None: not cached, or not to be used)
+    graph: object
+    rng_dir: Path
+    progress: Callable
+
+
+async def _hidden(client, code: str) -> list:
+    """Run deckbuild's own code in the kernel (not a document cell); return its outputs."""
+    import nbformat
+
+    nbcell = nbformat.v4.new_code_cell(code)
+    await client.async_execute_cell(nbcell, 0)
+    return [dict(o) for o in nbcell.outputs]
+
+
+async def _run_cell(client, run: Run, i: int, restore: str | None) -> dict:
+    """Run cell ``i`` (its option set-up and RNG bookkeeping around it): its outputs, and
+    the RNG state it started from and left."""
     import nbformat
     from nbclient.exceptions import CellTimeoutError
 
+    cell, eff = run.doc.cells[i], run.effs[i]
     t = time.perf_counter()
-    progress(f"  cell {cell.index + 1}/{total} {cell.file.name}:{cell.line} "
-             f"[{cell.slide_title[:40]}] ...", end="")
+    why = "" if run.plan.full else f" ({run.plan.run[i]})"
+    run.progress(f"  cell {i + 1}/{len(run.effs)} {cell.file.name}:{cell.line} "
+                 f"[{cell.slide_title[:40]}]{why} ...", end="")
     nbcell = nbformat.v4.new_code_cell(cell.code)
     try:
-        pre = _pre_cell(eff)
-        if pre:
-            await client.async_execute_cell(nbformat.v4.new_code_cell(pre), 0)
+        if not run.plan.full and run.graph.imports[i]:
+            await _hidden(client, "\n".join(run.graph.imports[i]))
+        rng_in = partial.captured_hash(await _hidden(
+            client, partial.capture_code(run.rng_dir, restore) + _pre_cell(eff)))
         await client.async_execute_cell(nbcell, 0)
-        post = _post_cell(eff)
-        if post:
-            await client.async_execute_cell(nbformat.v4.new_code_cell(post), 0)
+        rng_out = partial.captured_hash(await _hidden(
+            client, _post_cell(eff) + partial.capture_code(run.rng_dir)))
     except CellTimeoutError:
-        progress(" timed out")
+        run.progress(" timed out")
         _raise_timeout(cell, client.timeout)
     outputs = json.loads(json.dumps([dict(o) for o in nbcell.outputs], default=str))
-    progress(f" {time.perf_counter() - t:.2f}s")
+    run.progress(f" {time.perf_counter() - t:.2f}s")
     err = _error_of(outputs)
     if err and not eff.get("error"):
         _raise_cell_error(cell, err)
-    return outputs
+    return {"outputs": outputs, "rng_in": rng_in, "rng_out": rng_out}
+
+
+async def _run_plan(client, run: Run) -> dict:
+    """The planned cells in document order, each from the RNG state a full ordered run
+    gives it; raises ``partial.Diverged`` / ``partial.Mismatch`` when that cannot hold."""
+    state, live, results = None, False, {}    # live: the kernel is in ``state`` already
+    for i in range(len(run.effs)):
+        hit = run.hits[i]
+        if run.effs[i].get("eval") is False:
+            continue
+        if i not in run.plan.run:
+            state, live = partial.follow(state, hit, i), False
+            continue
+        if hit is not None and state is not None and state != hit.get("rng_in") \
+                and hit.get("rng_in") != hit.get("rng_out"):
+            raise partial.Diverged(i)
+        restore = None if live else (state or (hit or {}).get("rng_in"))
+        if restore and not (run.rng_dir / f"{restore}.z").exists():
+            raise partial.Mismatch(i)
+        entry = await _run_cell(client, run, i, restore)
+        if hit is not None and partial.comparable(entry["outputs"]) != partial.comparable(
+                hit["outputs"]):
+            raise partial.Mismatch(i)
+        results[i] = entry
+        state, live = entry["rng_out"], True
+    return results
 
 
 async def _run_setup(client, code: str, doc: Document) -> None:
@@ -245,12 +263,12 @@ async def _shutdown(client, km, pid, sock_dir: Path) -> None:
         shutil.rmtree(sock_dir, ignore_errors=True)
 
 
-async def _run_kernel(doc: Document, doc_opts: dict, settings: KernelSettings,
-                      effs: list[dict], progress: Callable[[str], None]) -> list[list]:
+async def _run_kernel(run: Run, doc_opts: dict, settings: KernelSettings) -> dict:
     import nbformat
     from jupyter_client.manager import AsyncKernelManager
     from nbclient import NotebookClient
 
+    doc = run.doc
     km = AsyncKernelManager(kernel_name="python3", transport="ipc")
     # ipc sockets are files: give them an absolute home (the kernel runs in the doc's dir)
     sock_dir = Path(tempfile.mkdtemp(prefix="deckbuild-kernel-"))
@@ -261,7 +279,6 @@ async def _run_kernel(doc: Document, doc_opts: dict, settings: KernelSettings,
     client = NotebookClient(nb, km=km, allow_errors=True, timeout=timeout,
                             resources={"metadata": {"path": str(doc.path.parent)}},
                             log=_QUIET_LOG)   # a timeout is reported by _raise_timeout
-    results: list[list] = []
     pid = None
     t0 = time.perf_counter()
     global _RUNNING
@@ -272,16 +289,12 @@ async def _run_kernel(doc: Document, doc_opts: dict, settings: KernelSettings,
         _KERNEL_PIDS.add(pid)
         await client.async_start_new_kernel_client()
         await _run_setup(client, setup_code(doc_opts, settings.quarto_version), doc)
-        progress(f"  kernel ready (pid {pid}) {time.perf_counter() - t0:.2f}s")
-        for cell, eff in zip(doc.cells, effs):
-            if eff.get("eval") is False:
-                results.append([])
-            else:
-                results.append(await _run_cell(client, cell, eff, len(effs), progress))
+        await _hidden(client, partial.install_code())
+        run.progress(f"  kernel ready (pid {pid}) {time.perf_counter() - t0:.2f}s")
+        return await _run_plan(client, run)
     finally:
         await _shutdown(client, km, pid, sock_dir)
         _RUNNING = None
-    return results
 
 
 _KERNEL_PIDS: set = set()
@@ -311,22 +324,9 @@ def kill_kernels() -> None:
         _kill_group(pid)
 
 
-def execute(doc: Document, doc_opts: dict, cache_dir: Path, use_cache: bool,
-            progress: Callable[[str], None],
-            settings: KernelSettings = KernelSettings()) -> tuple[list[list], dict]:
-    """Outputs for each cell (in order), and statistics for the progress report."""
-    cells = doc.cells
-    if not cells:
-        return [], {"cells": 0, "cached": 0}
-    effs = [effective_cell_options(c, doc_opts) for c in cells]
-    keys = cell_keys(doc, doc_opts, source_hash(settings.cache_sources) + settings.quarto_version)
-    cache = Cache(cache_dir)
-    if use_cache:
-        hits = [cache.get(k) for k in keys]
-        if all(h is not None for h in hits):
-            return hits, {"cells": len(cells), "cached": len(cells)}
+def _run(run: Run, doc_opts: dict, settings: KernelSettings) -> dict:
     try:
-        results = asyncio.run(_run_kernel(doc, doc_opts, settings, effs, progress))
+        results = asyncio.run(_run_kernel(run, doc_opts, settings))
         if _INTERRUPTED:   # the interrupt came while the kernel was shutting down
             raise KeyboardInterrupt
     except BaseException:
@@ -335,6 +335,60 @@ def execute(doc: Document, doc_opts: dict, cache_dir: Path, use_cache: bool,
         raise
     finally:
         kill_kernels()
-    for key, outputs in zip(keys, results):
-        cache.put(key, outputs)
-    return results, {"cells": len(cells), "cached": 0}
+    return results
+
+
+def _execute_plan(run: Run, doc_opts: dict, settings: KernelSettings) -> dict:
+    """Run the plan; on a random-state divergence run every later cell too, and when a
+    re-run cell does not reproduce its outputs, run the whole document in order."""
+    evaluated = [eff.get("eval") is not False for eff in run.effs]
+    while True:
+        if not run.plan.full:
+            run.progress(run.plan.describe(len(run.effs)))
+        try:
+            return _run(run, doc_opts, settings)
+        except partial.Diverged as exc:
+            run.progress(f"\n  cell {exc.index + 1} now starts from another random state and "
+                         "draws random numbers: running it and every later cell in order")
+            forced = {j: f"random state changed before cell {exc.index + 1}"
+                      for j in range(exc.index, len(run.effs)) if evaluated[j]}
+            forced.update(run.plan.run)
+            run.hits[exc.index:] = [None] * (len(run.effs) - exc.index)
+            run.plan = partial.make_plan(run.graph, run.hits, evaluated, forced)
+        except partial.Mismatch as exc:
+            cell = run.doc.cells[exc.index]
+            run.progress(f"\n  WARNING cell {exc.index + 1} ({cell.file.name}:{cell.line}) gave "
+                         "other outputs when re-run for state than its cached ones: the "
+                         "dependency analysis missed something; running every cell in order")
+            run.hits = [None] * len(run.effs)
+            run.plan = partial.make_plan(run.graph, run.hits, evaluated)
+
+
+def execute(doc: Document, doc_opts: dict, cache_dir: Path, use_cache: bool,
+            progress: Callable[[str], None],
+            settings: KernelSettings = KernelSettings()) -> tuple[list[list], dict]:
+    """Outputs for each cell (in order), and statistics for the progress report
+    (``ran``: the indices of the cells that ran)."""
+    cells = doc.cells
+    if not cells:
+        return [], {"cells": 0, "cached": 0, "ran": []}
+    effs = [effective_cell_options(c, doc_opts) for c in cells]
+    graph = partial.graph_of(doc, effs)
+    keys = cell_keys(doc, doc_opts, source_hash(settings.cache_sources) + settings.quarto_version,
+                     graph)
+    cache = Cache(cache_dir)
+    hits = [cache.get(k) for k in keys] if use_cache else [None] * len(cells)
+    evaluated = [eff.get("eval") is not False for eff in effs]
+    plan = partial.make_plan(graph, hits, evaluated)
+    if not plan.run:
+        return ([h["outputs"] if h else [] for h in hits],
+                {"cells": len(cells), "cached": len(cells), "ran": []})
+    run = Run(doc, effs, plan, hits, graph, cache.rng_dir, progress)
+    results = _execute_plan(run, doc_opts, settings)
+    for i, entry in results.items():
+        if run.hits[i] is None:
+            cache.put(keys[i], entry)
+    outputs = [results[i]["outputs"] if i in results else
+               (run.hits[i]["outputs"] if run.hits[i] else []) for i in range(len(cells))]
+    return outputs, {"cells": len(cells), "cached": len(cells) - len(results),
+                     "ran": sorted(results)}

@@ -221,5 +221,7 @@ def _watch(root: Path, rebuild: Callable[[], None], emit) -> None:
         if now != seen:
             changed = sorted(set(now.items()) ^ set(seen.items()))
             emit(f"[deckbuild] changed: {Path(changed[0][0]).relative_to(root)}")
+            # the snapshot is taken before the build: a file saved while it runs is seen
+            # as a change afterwards and builds again, instead of being missed
+            seen = now
             rebuild()
-            seen = watched_files(root)

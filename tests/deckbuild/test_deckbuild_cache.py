@@ -14,10 +14,22 @@ def keys_for(tmp_path: Path, cells: list[str], pkg: str = "p") -> list[str]:
     return cell_keys(parse(path, tmp_path), dict(REVEALJS_DEFAULTS), pkg)
 
 
-def test_changing_a_cell_changes_its_key_and_every_later_key(tmp_path):
-    a = keys_for(tmp_path, ["x = 1", "y = 2", "z = 3"])
-    b = keys_for(tmp_path, ["x = 1", "y = 20", "z = 3"])
-    assert a[0] == b[0] and a[1] != b[1] and a[2] != b[2]
+def test_changing_a_cell_changes_its_key_and_its_dependents_keys_only(tmp_path):
+    a = keys_for(tmp_path, ["x = 1", "y = 2", "z = 3", "print(y)"])
+    b = keys_for(tmp_path, ["x = 1", "y = 20", "z = 3", "print(y)"])
+    assert a[0] == b[0] and a[1] != b[1] and a[2] == b[2] and a[3] != b[3]
+
+
+def test_a_barrier_cell_rekeys_every_later_cell(tmp_path):
+    a = keys_for(tmp_path, ["import torch\ntorch.set_num_threads(1)", "z = 3"])
+    b = keys_for(tmp_path, ["import torch\ntorch.set_num_threads(2)", "z = 3"])
+    assert a[1] != b[1]
+
+
+def test_the_import_statement_behind_a_module_name_is_part_of_the_key(tmp_path):
+    a = keys_for(tmp_path, ["import numpy as np", "print(np.pi)"])
+    b = keys_for(tmp_path, ["import math as np", "print(np.pi)"])
+    assert a[1] != b[1]
 
 
 def test_options_and_package_source_are_part_of_the_key(tmp_path):
