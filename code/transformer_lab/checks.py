@@ -82,6 +82,14 @@ def one_of(name: str, value: Any, choices: Collection) -> Any:
     return value
 
 
+def exporting() -> bool:
+    """True while an exporter traces the model (``torch.onnx.export`` with either exporter,
+    ``torch.export``, ``torch.jit.trace``). Checks that read a tensor's values or need a
+    plain ``int`` size are skipped then: the traced graph has no values to read, and the
+    exported graph keeps no Python checks anyway."""
+    return torch.jit.is_tracing() or torch.onnx.is_in_onnx_export() or torch.compiler.is_exporting()
+
+
 def tensor(name: str, value: Any) -> torch.Tensor:
     """``value`` if it is a tensor (a ``TypeError`` otherwise)."""
     if not isinstance(value, torch.Tensor):

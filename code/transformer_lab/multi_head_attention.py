@@ -160,7 +160,7 @@ class MultiHeadAttention(nn.Module):
             check_mask(mask, (q.size(0), self.num_heads, q.size(2), k.size(2)))
         weights = attention_weights(q, k, mask)  # (B, H, T, S)
         self.on_weights(weights)
-        return F.dropout(weights, dropout_p) @ v  # (B, H, T, Kv)
+        return F.dropout(weights, dropout_p, self.training) @ v  # (B, H, T, Kv)
 
     def project_key_value(self, key: Tensor, value: Tensor, cache: KVCache | None) -> tuple[Tensor, Tensor]:
         """Keys (B, H, S, K) and values (B, H, S, Kv), read from or written to ``cache``."""

@@ -1,0 +1,174 @@
+"""The explorer slide in headless Chromium, from file:// with every request that is not
+file:, data: or blob: blocked: the page's logits equal PyTorch's to 1e-4 and it decodes
+the same tokens; bad input gets a message; keys typed in the box stay there; no console
+error. A deck with only the explorer (tests/explorer/explorer_deck.py) is built once; its
+models are the real deck's (the chapter's own cell, from the project's cache)."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+import transformer_lab as tl
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests" / "explorer"))
+from explorer_deck import CHAPTER, write_deck  # noqa: E402
+
+pytestmark = pytest.mark.deck
+TOLERANCE = 1e-4
+INPUTS = {
+    "pronoun": ["the cat did not cross the road because it was too tired",
+                "the cat did not cross the road because it was too wide",
+                "the river was not crossed by the goat because it was too scared", "cat"],
+    "dates": ["the twenty-second of november two thousand twenty-six", "march third , nineteen ninety-nine",
+              "the first of january two thousand", "friday"],
+}
+
+
+def missing() -> list[str]:
+    out = [name for name in ("playwright", "nbclient", "pypandoc", "onnxruntime") if importlib.util.find_spec(name) is None]
+    if not (REPO / "node_modules" / "onnxruntime-web").is_dir():
+        out.append("npm package onnxruntime-web (npm ci)")
+    if not Path(os.environ.get("DECKBUILD_CHROMIUM", "/usr/bin/chromium")).exists():
+        out.append("Chromium")
+    return out
+
+
+if missing():
+    reason = f"deck toolchain missing: {', '.join(missing())}; run `make test`"
+    if os.environ.get("DECK_TOOLCHAIN") == "required":
+        pytest.fail(reason, pytrace=False)
+    pytest.skip(reason, allow_module_level=True)
+
+from deckbuild import browser  # noqa: E402
+from deckbuild.build import BuildSettings, build_document  # noqa: E402
+
+
+def chapter_models() -> dict:
+    """The chapter's hidden cell, run here: the same cached runs the page embeds."""
+    from transformer_lab import teaching as tt
+
+    cell = re.search(r"```\{python\}\n#\| include: false\n(.*?)```", CHAPTER.read_text(), re.S).group(1)
+    tt.set_cache_directory(REPO / ".cache" / "transformer_lab")
+    scope = {"tl": tl, "tt": tt}
+    try:
+        exec(cell, scope)  # noqa: S102 - our own chapter's source
+    finally:
+        tt.set_cache_directory(None)
+    return {"pronoun": scope["pronoun_run"], "dates": scope["dates_run"]}
+
+
+@pytest.fixture(scope="module")
+def page(tmp_path_factory):
+    """The explorer deck open in Chromium on its explorer slide, ready; .log has the
+    console errors and blocked requests, .models the PyTorch runs, .html the file."""
+    os.environ.setdefault("DECKBUILD_NODE_MODULES", str(REPO / "node_modules"))
+    deck = write_deck(tmp_path_factory.mktemp("explorer"))
+    result = build_document(deck, BuildSettings(html_only=True), lambda *a, **k: None)
+    with browser.browser() as ctx:
+        log = browser.Report()
+        browser._block_network(ctx, log)
+        tab = browser._open(ctx, result.html.resolve().as_uri(), log)
+        tab.log, tab.models, tab.html = log, chapter_models(), result.html
+        tab.before = tab.evaluate("() => [typeof window.ort, tlExplorer.state.started]")
+        tab.evaluate("() => Reveal.slide(1)")
+        tab.wait_for_function("() => ['ready', 'failed'].includes(document.querySelector('.tl-explorer').dataset.state)",
+                              timeout=30000)
+        yield tab
+        tab.close()
+
+
+def pytorch_decode(run, text: str):
+    """Greedy tokens (L,) and the logits of every step (L - 1, V), from PyTorch."""
+    model = run.model.eval()
+    src = torch.tensor([run.src_vocab.encode(text)])
+    with torch.no_grad():
+        tokens = tl.greedy_decode(model, src, min(src.size(1) + 50, model.config.max_len), tl.data.BOS_ID,
+                                  tl.data.EOS_ID)[0]
+        memory = model.encode(src)
+        logits = model.decode(tokens[:-1][None], memory, model.src_mask(src))[0]  # row t: step t's scores
+    return tokens.tolist(), logits
+
+
+def test_runtime_starts_on_the_slide_not_at_page_load(page):
+    assert page.before == ["undefined", False]
+    assert page.evaluate("() => document.querySelector('.tl-explorer').dataset.state") == "ready"
+    assert page.evaluate("() => typeof window.ort") == "object"
+
+
+@pytest.mark.parametrize("task", list(INPUTS))
+def test_page_logits_and_tokens_equal_pytorch(page, task):
+    run = page.models[task]
+    for text in INPUTS[task]:
+        got = page.evaluate("async ([task, text]) => { const r = await tlExplorer.decode(task, text);"
+                            " return {tokens: r.tokens, logits: r.logits}; }", [task, text])
+        tokens, logits = pytorch_decode(run, text)
+        assert got["tokens"] == tokens, text
+        torch.testing.assert_close(torch.tensor(got["logits"]), logits, atol=TOLERANCE, rtol=0)
+
+
+def test_page_attention_equals_pytorch(page):
+    from transformer_lab.teaching import explorer
+
+    run = page.models["dates"]
+    text = INPUTS["dates"][0]
+    got = page.evaluate("""async (text) => { const r = await tlExplorer.decode('dates', text);
+        return ['encoder_attention_1', 'decoder_self_attention_0', 'cross_attention_1'].map(
+            (k) => Array.from((k.startsWith('encoder') ? r.encoded : r.decoded)[k].data)); }""", text)
+    task = explorer.ExplorerTask("dates", run.model, run.src_vocab, run.tgt_vocab, example=text)
+    want = explorer.decode(task, text).attention
+    for values, (kind, layer) in zip(got, [("encoder", 1), ("decoder_self", 0), ("cross", 1)]):
+        torch.testing.assert_close(torch.tensor(values), want[kind][layer].flatten(), atol=TOLERANCE, rtol=0)
+
+
+def message_after_typing(page, task: str, text: str) -> str:
+    page.click(f".tlx-task[data-task={task}]")
+    page.fill(".tlx-input", text)
+    page.wait_for_function("(t) => document.querySelector('.tlx-input').value === t && !tlExplorer.state.running",
+                           arg=text)
+    return page.evaluate("() => document.querySelector('.tlx-message').textContent")
+
+
+def test_bad_input_gets_a_message_on_the_slide(page):
+    message = message_after_typing(page, "pronoun", "the dragon did not cross the road")
+    assert "Unknown word “dragon”" in message and "pronoun model knows only these 47 words" in message
+    assert "donkey" in message and page.is_hidden(".tlx-map")
+    message = message_after_typing(page, "dates", " ".join(["two"] * 21))
+    assert message == "Too long: at most 20 words, this input has 21."
+    assert message_after_typing(page, "dates", "the first of may two thousand") == ""
+    assert page.is_visible(".tlx-map") and page.inner_text(".tlx-answer") == "2000-05-01"
+
+
+def test_typing_in_the_box_does_not_change_the_slide(page):
+    before = page.evaluate("() => Reveal.getIndices()")
+    page.fill(".tlx-input", "")
+    page.focus(".tlx-input")
+    for key in ["ArrowRight", "ArrowLeft", "Space", "n", "p", "PageDown", "f", "o", "s", "b"]:
+        page.keyboard.press(key)
+    assert page.evaluate("() => Reveal.getIndices()") == before
+    assert page.input_value(".tlx-input") == " npfosb"  # the keys went to the box
+    assert page.evaluate("() => Reveal.isOverview() || Reveal.isPaused()") is False
+
+
+def test_no_console_error_and_no_request_outside_the_file(page):
+    assert page.log.console == [] and page.log.requests == []
+
+
+def test_print_shows_the_still_with_a_note_and_starts_nothing(page):
+    with_print = page.context.new_page()
+    try:
+        with_print.goto(page.html.resolve().as_uri() + "?print-pdf", wait_until="load")
+        with_print.wait_for_function("() => document.querySelector('.pdf-page') !== null", timeout=20000)
+        with_print.wait_for_timeout(300)
+        assert with_print.is_visible(".tlx-print-note") and with_print.is_visible(".tlx-svg")
+        assert with_print.evaluate("() => [typeof window.ort, tlExplorer.state.started]") == ["undefined", False]
+    finally:
+        with_print.close()
