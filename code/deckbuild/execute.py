@@ -44,19 +44,27 @@ class KernelSettings:
     """Where cells find their imports, and what else invalidates the cache."""
 
     python_path: tuple[Path, ...] = ()     # prepended to the kernel's PYTHONPATH
-    cache_sources: tuple[Path, ...] = ()   # folders whose .py files are part of the key
+    cache_sources: tuple[Path, ...] = ()   # folders whose files are part of the key
     quarto_version: str = "current"        # whose setup cell the kernel runs first
     cell_timeout: float | None = None      # seconds a cell may run (None: no limit)
 
 
+def _source_files(folder: Path):
+    """The files of a package folder that can change what its code does: every file (the
+    ``.py`` modules and package data such as a script a cell embeds), except bytecode,
+    hidden files and editors' backups."""
+    for path in sorted(folder.rglob("*")):
+        rel = path.relative_to(folder)
+        if (path.is_file() and "__pycache__" not in rel.parts and path.suffix != ".pyc"
+                and not any(p.startswith(".") for p in rel.parts) and not path.name.endswith("~")):
+            yield path, rel
+
+
 def source_hash(folders) -> str:
-    """Hash of every .py file under ``folders`` (the packages the cells import)."""
+    """Hash of the source files under ``folders`` (the packages the cells import)."""
     h = hashlib.sha256()
     for folder in sorted(map(Path, folders)):
-        for path in sorted(folder.rglob("*.py")):
-            rel = path.relative_to(folder)
-            if "__pycache__" in rel.parts:
-                continue
+        for path, rel in _source_files(folder):
             h.update(f"{folder.name}/{rel}".encode() + b"\0" + path.read_bytes() + b"\0")
     return h.hexdigest()
 

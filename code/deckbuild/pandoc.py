@@ -14,6 +14,7 @@ import re
 import subprocess
 from pathlib import Path
 
+from . import rawhtml
 from .errors import DeckError
 from .options import reveal_config
 from .resources import FILTERS, TEMPLATE, node_package, read_resource
@@ -85,6 +86,11 @@ def run_pandoc(md: Path, out: Path, css: Path, opts: dict, node_modules: Path, s
     came from (``origins``: (file, line) of each line of ``md``)."""
     init = work_dir / "init.html"
     init.write_text(init_script(opts, extra_js))
+    # large self-contained raw HTML blocks skip pandoc (rawhtml.py); its input keeps md's lines
+    source, stashed = rawhtml.stash(md.read_text(encoding="utf-8"))
+    if stashed:
+        md = md.with_name(f"{md.stem}.pandoc.md")
+        md.write_text(source, encoding="utf-8")
     args = pandoc_args(md, out, css, opts, node_modules, src_dir, init)
     proc = subprocess.run(args, cwd=src_dir, capture_output=True, text=True)
     problems = [l for l in proc.stderr.splitlines()
@@ -96,6 +102,8 @@ def run_pandoc(md: Path, out: Path, css: Path, opts: dict, node_modules: Path, s
         msg = msg or (lines[0] if lines else "pandoc failed")
         file, line = where if where else (md, None)
         raise DeckError(f"pandoc: {msg}", file, line, text)
+    if stashed:
+        out.write_text(rawhtml.restore(out.read_text(encoding="utf-8"), stashed), encoding="utf-8")
 
 
 # Where pandoc's messages point into a file: `at "x.md" (line 3, column 1)` (errors) or

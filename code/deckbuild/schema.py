@@ -214,7 +214,7 @@ DECKBUILD_NAMESPACE = "deckbuild"
 DECKBUILD_OPTIONS: dict[str, Option] = {
     # folders put on the kernel's PYTHONPATH, so cells import packages from the checkout
     "python-path": Option(STRINGS, [], "folders"),
-    # folders whose .py files are part of every cell's cache key
+    # folders whose source files (.py and package data) are part of every cell's cache key
     "cache-sources": Option(STRINGS, [], "folders"),
     # run cells with the matplotlib set-up of this Quarto version's setup cell
     # ("current", or a version such as "1.4.557"; see execute.setup_code)

@@ -39,17 +39,23 @@ def test_options_and_package_source_are_part_of_the_key(tmp_path):
     assert keys_for(tmp_path, ["x = 1"]) == a
 
 
-def test_source_hash_covers_the_python_files_of_the_cache_sources(deck):
+def test_source_hash_covers_the_source_and_data_files_of_the_cache_sources(deck):
     root = deck("cache")
     folders = load_project(root).cache_sources
     assert folders == [(root / "code" / "labpkg").resolve()]
+    pkg = root / "code" / "labpkg"
     before = source_hash(folders)
-    (root / "code" / "labpkg" / "notes.txt").write_text("not python")
+    for ignored in ("__pycache__/m.cpython-311.pyc", ".m.py.swp", "m.py~"):
+        (pkg / ignored).parent.mkdir(exist_ok=True)
+        (pkg / ignored).write_text("bytecode, an editor's swap file, a backup")
     assert source_hash(folders) == before
-    (root / "code" / "labpkg" / "__init__.py").write_text("VALUE = 2\n")
-    assert source_hash(folders) != before
     (root / "code" / "other.py").write_text("outside the listed folders")
-    assert source_hash(folders) == source_hash(folders)
+    assert source_hash(folders) == before
+    (pkg / "widget.js").write_text("// a script a cell embeds in its HTML output\n")
+    with_data = source_hash(folders)
+    assert with_data != before
+    (pkg / "__init__.py").write_text("VALUE = 2\n")
+    assert source_hash(folders) not in (before, with_data)
 
 
 def _pids(html: Path) -> tuple[str, str]:
