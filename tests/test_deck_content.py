@@ -86,3 +86,34 @@ def test_every_image_the_slides_use_is_one_of_our_svgs():
     for image in images:
         assert image.startswith("../assets/") and image.endswith(".svg"), image
         assert (SLIDES / image).resolve().exists(), image
+
+
+def part_dividers():
+    """(title, body) of every level-1 slide: the deck's part dividers, in slide order."""
+    return [(title[2:].strip(), body) for p in chapter_files() for title, body in slides_of(p)
+            if title.startswith("# ")]
+
+
+def map_entries(body: str) -> list[tuple[str, bool]]:
+    """The running map of a divider: (part name, is it the current one) per list item."""
+    block = re.search(r"^::: \{\.part-map\}\n(.*?)^:::$", body, flags=re.S | re.M)
+    assert block, "no ::: {.part-map} block"
+    entries = []
+    for item in re.findall(r"^\d+\. (.*)$", block.group(1), flags=re.M):
+        here = re.fullmatch(r"\[\*\*(.+?)\*\*: .+\]\{\.part-here\}", item)
+        entries.append((here.group(1), True) if here else (item.strip(), False))
+    return entries
+
+
+def test_every_part_divider_asks_its_question_and_maps_the_parts():
+    """Issue 13: no title-only dividers. Each one says what its part answers and shows the
+    same map of all parts, in slide order, with only itself highlighted."""
+    dividers = part_dividers()
+    titles = [title for title, _ in dividers]
+    assert 4 <= len(dividers) <= 12, titles
+    for title, body in dividers:
+        question = re.search(r"^\[(.+\?)\]\{\.part-question\}$", body, flags=re.M)
+        assert question, f"divider {title!r} states no question"
+        entries = map_entries(body)
+        assert [name for name, _ in entries] == titles, f"divider {title!r}: map out of date"
+        assert [name for name, here in entries if here] == [title], f"divider {title!r}"
