@@ -162,8 +162,8 @@ def plot_mask(
     m = _check_mask(mask, "mask")
     query_labels, key_labels = heatmap_labels(query_labels, key_labels, *m.shape)
     T, S = m.shape
-    w, h = _heatmap_size(T, S)
-    fig, axes = new_figure(ax, figsize=(w + 1.4, h + 0.4))
+    pitch = _PITCH_PT / 72  # the map, its labels, then about 2 in for the legend
+    fig, axes = new_figure(ax, figsize=(min(WIDE_FIGSIZE[0], 3.0 + S * pitch), max(3.0, min(5.8, 2.0 + T * pitch))))
     a = axes[0, 0]
     _draw_mask(a, m, query_labels, key_labels, show_queries=True)
     a.set_xlabel("keys")
