@@ -72,7 +72,7 @@ FIGURES = {
         [30, 100, 1000, 5000], {"training text": [90, 50, 25, 17], "held out": [92, 55, 30, 22]},
         {"training text": 17, "held out": 18}), "slide"),
     "plot_table2": (lambda: tt.plot_table2(paper.TABLE2), "slide"),
-    "plot_table3": (lambda: tt.plot_table3([r for r in paper.TABLE3 if r.group in ("A", "B")]), "slide"),
+    "plot_table3": (lambda: tt.plot_table3([r for r, _, _ in paper.table3_effects(("A", "B", "D", "E"))]), "slide"),
     "plot_antecedent_heads": (lambda: tt.plot_antecedent_heads(torch.rand(2, 4), torch.rand(2, 4) / 2,
                                                                torch.rand(2, 4) / 2), "slide"),
     "plot_weights_from": (lambda: tt.plot_weights_from(
@@ -150,3 +150,11 @@ def test_measuring_rejects_what_is_not_a_figure_or_a_width():
         tt.text_sizes("figure")
     with pytest.raises(ValueError, match="width_px must be positive and finite, got 0"):
         tt.text_sizes(Figure(), 0)
+
+
+def test_a_figure_drawn_into_a_foreign_axes_still_gets_slide_size_ticks():
+    host = Figure(figsize=(4, 4))  # made outside the house style: 10 pt ticks by default
+    tt.plot_mask(causal_mask(4), ax=host.subplots())
+    host.draw_without_rendering()
+    ticks = [t for t in host.axes[0].get_xticklabels() + host.axes[0].get_yticklabels() if t.get_text()]
+    assert ticks and min(t.get_fontsize() for t in ticks) >= tt.STYLE["xtick.labelsize"]

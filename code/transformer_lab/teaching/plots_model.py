@@ -99,7 +99,7 @@ def plot_dot_product_variance(
     plain_log_axis(a.xaxis, 2, every=4)
     plain_log_axis(a.yaxis, 2, every=8)
     a.set_title("Dot products grow with d_k")
-    a.legend()
+    a.legend(loc="lower right", bbox_to_anchor=(1.0, 0.08))  # below the rising line, above the flat one
     return fig
 
 
@@ -136,7 +136,7 @@ def plot_softmax_saturation(
     a.set_xlabel("d_k")
     a.set_ylabel("largest weight (mean)")
     a.set_title(f"Softmax saturates ({num_keys} keys)")
-    a.legend()
+    a.legend(loc="upper left")  # above both lines at small d_k
     return fig
 
 

@@ -35,8 +35,8 @@ def plot_table2(rows: Sequence[Table2Row]) -> Figure:
         for a, value in ((axes[0, 0], row.bleu_en_de), (axes[0, 1], row.bleu_en_fr)):
             if value is not None:
                 a.plot(value, y[i], "o", color=colour, ms=10)
-                a.annotate(f"{value:g}", (value, y[i]), xytext=(0, 8), textcoords="offset points",
-                           ha="center", color=colour)
+                a.annotate(f"{value:g}", (value, y[i]), xytext=(9, 0), textcoords="offset points",
+                           ha="left", va="center", color=colour)
         for value, fill in ((row.cost_en_de, colour), (row.cost_en_fr, "none")):
             if value is not None:
                 axes[0, 2].plot(value, y[i], "o", color=colour, mfc=fill, ms=10, mew=2)
@@ -50,9 +50,11 @@ def plot_table2(rows: Sequence[Table2Row]) -> Figure:
         a.tick_params(axis="y", left=False)
     axes[0, 2].legend(handles=[Line2D([], [], marker="o", ls="", color=THEIRS, ms=10, label="EN-DE"),
                                Line2D([], [], marker="o", ls="", color=THEIRS, mfc="none", mew=2, ms=10,
-                                      label="EN-FR")], loc="upper left", handletextpad=0.1)
-    axes[0, 0].set_xlim(23, 29.2)
-    axes[0, 1].set_xlim(37.5, 42.5)
+                                      label="EN-FR")], loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=2,
+                      handletextpad=0.1, columnspacing=0.8)
+    axes[0, 0].set_xlim(23, 30.4)  # room right of each dot for its value
+    axes[0, 1].set_xlim(37.5, 43.6)
+    axes[0, 2].set_xlim(1e17, 1e22)
     return fig
 
 
@@ -72,7 +74,7 @@ def plot_table3(rows: Sequence[Table3Row], base: Table3Row | None = None, title:
     if not rows or not all(isinstance(r, Table3Row) for r in rows):
         raise TypeError("rows must be a non-empty sequence of Table3Row")
     base = base or table3_base()
-    fig, axes = new_figure(None, 1, 2, figsize=(WIDE_FIGSIZE[0], 0.45 * len(rows) + 1.6))
+    fig, axes = new_figure(None, 1, 2, figsize=(WIDE_FIGSIZE[0], min(5.4, 0.4 * len(rows) + 1.4)))
     y = list(range(len(rows)))[::-1]
     labels = [table3_label(r) for r in rows]
     for a, metric, better_if_positive, name in ((axes[0, 0], "bleu", True, "ΔBLEU (→ better)"),

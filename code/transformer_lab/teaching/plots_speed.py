@@ -97,7 +97,7 @@ def plot_table1_scaling(lengths: Sequence[int], times_ms: dict[str, Sequence[flo
         a.set_xlabel("sequence length n")
         a.set_ylabel(ylabel)
         a.set_title(title)
-        a.legend()
+        a.legend(loc="upper left")
     axes[0, 1].annotate(f"n = d = {d_model}", (d_model, axes[0, 1].get_ylim()[0]), xytext=(6, 10),
                         textcoords="offset points")
     return fig

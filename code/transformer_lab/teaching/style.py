@@ -122,6 +122,8 @@ def new_figure(ax: Axes | None, nrows: int = 1, ncols: int = 1, figsize=None) ->
     if ax is not None:
         if not isinstance(ax, Axes):
             raise TypeError(f"ax must be a matplotlib Axes or None, got {type(ax).__name__}")
+        # an axes made outside the house style keeps its tick sizes: bring them to slide size
+        ax.tick_params(labelsize=STYLE["xtick.labelsize"])
         return ax.figure, np.array([[ax]])
     fig = Figure(figsize=figsize or FIGSIZE, layout="constrained")
     axes = fig.subplots(nrows, ncols, squeeze=False)
