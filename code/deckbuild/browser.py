@@ -11,8 +11,11 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import findings as form_checks
+from .contact_sheet import NAME as CONTACT_SHEET, write_contact_sheet
 from .errors import DeckError
 from .resources import read_resource
+
 CHROMIUM = os.environ.get("DECKBUILD_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                   "--disable-background-networking", "--disable-component-update", "--disable-sync"]
@@ -92,6 +95,7 @@ class SlideResult:
     title: str
     problems: list = field(default_factory=list)
     screenshot: str = ""
+    findings: list = field(default_factory=list)   # form checks (findings.py)
 
 
 @dataclass
@@ -101,6 +105,7 @@ class Report:
     requests: list = field(default_factory=list)
     total_slides: int = 0
     speaker_view: list = field(default_factory=list)
+    contact_sheet: str = ""   # <screenshots>/contact-sheet.png when screenshots were taken
 
     def problems(self) -> list[str]:
         out = [f"console error: {c}" for c in self.console]
@@ -110,6 +115,15 @@ class Report:
             out += [f"slide {s.index + 1} ({s.title or 'untitled'}): {p['kind']}: {p['what']}"
                     + (f" at {p['rect']}" if "rect" in p else "") for p in s.problems]
         return out
+
+    def findings(self, check: str | None = None) -> list[dict]:
+        """Form findings (small text, raster image, thin slide, title-only, raw repr),
+        of one check or all; each names its slide, title and string (findings.message)."""
+        return [f for s in self.slides for f in s.findings if check in (None, f["check"])]
+
+    def failing(self) -> dict[str, list[dict]]:
+        """The findings that fail the deck, by check (findings.failing)."""
+        return form_checks.failing(self.findings())
 
 
 def check_deck(html: Path, screenshots: Path | None = None, ctx=None,
@@ -127,7 +141,13 @@ def check_deck(html: Path, screenshots: Path | None = None, ctx=None,
         slides = page.evaluate("""() => Reveal.getSlides().map(s => {
             const i = Reveal.getIndices(s);
             const h = s.querySelector('h1, h2, h3');
-            return {h: i.h, v: i.v || 0, title: h ? h.textContent.trim() : ''};
+            let title = '';
+            if (h) {   // the heading as read: without KaTeX's MathML copy of its formulas
+                const c = h.cloneNode(true);
+                c.querySelectorAll('.katex-mathml, aside').forEach(e => e.remove());
+                title = c.textContent.replace(/\\s+/g, ' ').trim();
+            }
+            return {h: i.h, v: i.v || 0, title};
         })""")
         if screenshots is not None:
             if screenshots.exists():
@@ -140,11 +160,17 @@ def check_deck(html: Path, screenshots: Path | None = None, ctx=None,
             result = SlideResult(n, s["h"], s["v"], s["title"])
             result.problems = page.evaluate("() => window.__deckbuildCheckSlide()")
             result.problems += page.evaluate("() => window.__deckbuildChrome()")
+            form = page.evaluate("() => window.__deckbuildForm()")
+            result.findings = form_checks.slide_findings(n + 1, s["title"], form)
             if screenshots is not None:
                 shot = screenshots / f"slide-{n + 1:02d}.png"
                 page.screenshot(path=str(shot))
                 result.screenshot = str(shot)
             report.slides.append(result)
+        form_checks.merge_chrome_into(report.slides)
+        if screenshots is not None and report.slides:
+            report.contact_sheet = str(write_contact_sheet(
+                [Path(s.screenshot) for s in report.slides], screenshots / CONTACT_SHEET))
         if speaker_view:
             report.speaker_view = _check_speaker_view(c, page)
         page.close()

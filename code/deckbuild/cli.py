@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import execute
+from . import execute, findings
 from .build import BuildSettings, build_document, output_paths
 from .errors import DeckError
 from .options import find_project_root, load_project
@@ -73,9 +73,16 @@ def cmd_check(args) -> int:
                 problems.append(f"PDF has {pages} pages for {report.total_slides} slides")
         emit(f"[deckbuild] checked {len(report.slides)} slides of {html.name} in "
              f"{time.perf_counter() - t:.2f}s; screenshots in {shots}")
+        emit(f"[deckbuild] contact sheet: {report.contact_sheet}")
         for p in problems:
             emit(f"  PROBLEM {p}")
-        failures += len(problems)
+        emit("[deckbuild] form checks (findings per check):")
+        for line in findings.summary(report.findings()):
+            emit(f"  {line}")
+        failing = report.failing()
+        if failing:
+            emit("[deckbuild] failing: " + ", ".join(f"{c} ({len(fs)})" for c, fs in failing.items()))
+        failures += len(problems) + sum(len(fs) for fs in failing.values())
     return 1 if failures else 0
 
 

@@ -74,6 +74,16 @@ def test_feature_deck_has_what_the_sources_ask_for(checked):
     assert report.speaker_view == []
 
 
+def test_feature_deck_footer_and_slide_number_are_measured_once(checked):
+    """The default theme's footer and slide number are under 20 px: reported once each,
+    with the number of other slides they show on."""
+    _, report = checked["features"]
+    chrome = [f for f in report.findings("small text") if "(footer" in f["detail"] or "(slide number" in f["detail"]]
+    assert [(f["slide"], f["string"]) for f in chrome] == [(1, "Feature deck footer"), (1, "1 / 11")]
+    assert all(f["detail"].endswith("and on 10 more slides") for f in chrome)
+    assert all(float(f["detail"].split(" px")[0]) < 20 for f in chrome)
+
+
 def test_overflow_is_detected(tmp_path):
     """The checks are not vacuous: a slide that is too long and a cut code line are caught."""
     root = copy_deck("overflow", tmp_path)
@@ -83,3 +93,49 @@ def test_overflow_is_detected(tmp_path):
     assert ("Far too much", "overflow") in kinds
     assert ("A long code line", "cut") in kinds
     assert ("Overflow", "logo") in kinds   # this deck has no logo
+
+
+@pytest.mark.parametrize("name", DECKS)
+def test_a_contact_sheet_beside_the_screenshots(checked, name):
+    from PIL import Image
+
+    _, report = checked[name]
+    sheet = Path(report.contact_sheet)
+    assert sheet == Path(report.slides[0].screenshot).parent / "contact-sheet.png"
+    with Image.open(sheet) as img:
+        assert img.format == "PNG" and img.width >= 6 * 300
+        assert img.height >= -(-len(report.slides) // 6) * 170   # a row of thumbnails per six slides
+
+
+# Issue 13, on the project's own deck: every rendered text (plots and diagrams included) at
+# 20 px or more at the 1050 x 700 slide, no slide under a third of its area, at most five
+# slides with only a title, no raw Python repr in outputs, tables or prose.
+
+def _listing(found: list[dict]) -> str:
+    from deckbuild.findings import message
+
+    return f"{len(found)} findings:\n" + "\n".join(message(f) for f in found)
+
+
+def test_project_deck_has_no_text_under_20_px(checked):
+    _, report = checked["project"]
+    found = report.findings("small text") + report.findings("raster image")
+    assert not found, _listing(found)
+
+
+def test_project_deck_has_no_thin_slide(checked):
+    _, report = checked["project"]
+    assert not report.findings("thin slide"), _listing(report.findings("thin slide"))
+
+
+def test_project_deck_has_at_most_five_title_only_slides(checked):
+    from deckbuild.findings import TITLE_ONLY_LIMIT
+
+    _, report = checked["project"]
+    found = report.findings("title-only")
+    assert len(found) <= TITLE_ONLY_LIMIT, _listing(found)
+
+
+def test_project_deck_shows_no_raw_repr(checked):
+    _, report = checked["project"]
+    assert not report.findings("raw repr"), _listing(report.findings("raw repr"))

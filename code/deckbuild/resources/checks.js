@@ -120,3 +120,213 @@ window.__deckbuildChrome = function () {
   if (logo && (!logo.complete || logo.naturalWidth === 0)) out.push({ kind: "logo", what: "logo image not loaded" });
   return out;
 };
+
+// ---------------------------------------------------------------------------------------
+// Form checks of the current slide (all fragments shown), in slide coordinates (the
+// configured width x height, e.g. 1050 x 700): screen sizes divided by Reveal.getScale().
+//   text:   every painted text run with its size in slide px (HTML text: font-size times
+//           the CSS transforms between it and the slide; SVG text, inline or inside an
+//           <img>: font-size times its screen CTM; KaTeX: each formula's base size)
+//   raster: <img> elements that are not SVG (their text cannot be measured)
+//   box:    bounding box of everything painted on the slide (footer, logo, number are
+//           outside the slide element), and whether all of it lies inside the title
+//   prose:  rendered text of prose, tables and cell outputs (not of code blocks), by block
+window.__deckbuildForm = function () {
+  const cfg = Reveal.getConfig();
+  const W = cfg.width, H = cfg.height;
+  const slide = Reveal.getCurrentSlide();
+  const scale = Reveal.getScale();
+  const origin = document.querySelector(".reveal .slides").getBoundingClientRect();
+  const SKIP = "aside.notes, .katex-mathml, script, style, noscript, template";
+  const short = t => t.trim().replace(/\s+/g, " ").slice(0, 40);
+  const round = v => Math.round(v * 10) / 10;
+
+  function hidden(el, stop) {
+    for (let e = el; e && e !== stop; e = e.parentElement) {
+      if (e.matches && e.matches(SKIP)) return true;
+      const cs = getComputedStyle(e);
+      if (cs.display === "none" || cs.visibility === "hidden" || cs.opacity === "0") return true;
+    }
+    return false;
+  }
+  // product of the CSS transform scales between el and stop (exclusive)
+  function cssScale(el, stop) {
+    let s = 1;
+    for (let e = el; e && e !== stop; e = e.parentElement) {
+      const t = getComputedStyle(e).transform;
+      if (t && t !== "none") { const m = new DOMMatrixReadOnly(t); s *= Math.hypot(m.c, m.d); }
+    }
+    return s;
+  }
+  function painted(rects) {
+    return Array.from(rects).filter(r => r.width > 0.5 && r.height > 0.5);
+  }
+  // the vertical scale of an SVG element's user space on screen (rotation-invariant)
+  function svgScale(el) {
+    const m = el.getScreenCTM();
+    return m ? Math.hypot(m.c, m.d) : 0;
+  }
+
+  const text = [], raster = [], rects = [];
+  const heading = slide.querySelector(":scope > h1, :scope > h2, :scope > h3, :scope > hgroup, :scope > .title");
+  let outsideTitle = false;
+  function addRect(r, el) {
+    rects.push(r);
+    if (!heading || !heading.contains(el)) outsideTitle = true;
+  }
+  function svgTexts(root, where) {
+    root.querySelectorAll("text").forEach(t => {
+      const nodes = [];
+      const w = document.createTreeWalker(t, NodeFilter.SHOW_TEXT);
+      for (let n = w.nextNode(); n; n = w.nextNode()) if (n.textContent.trim()) nodes.push(n);
+      for (const n of nodes) {
+        const el = n.parentElement;
+        if (hidden(el, root.parentElement)) continue;
+        const px = parseFloat(getComputedStyle(el).fontSize) * svgScale(t) / scale;
+        if (px > 0) text.push({ where, string: short(n.textContent), px: round(px) });
+      }
+    });
+  }
+  function decodeSvg(src) {
+    const comma = src.indexOf(",");
+    const head = src.slice(0, comma), body = src.slice(comma + 1);
+    if (/;base64$/i.test(head)) {
+      const bytes = Uint8Array.from(atob(body), c => c.charCodeAt(0));
+      return new TextDecoder().decode(bytes);
+    }
+    return decodeURIComponent(body);
+  }
+  function imgName(img) {
+    const fig = img.closest("figure");
+    const cap = fig && fig.querySelector("figcaption");
+    return short(img.getAttribute("alt") || img.getAttribute("aria-label") ||
+                 (cap ? cap.textContent : "") || "without alt text");
+  }
+  // an SVG image: a copy laid out over the image, in a context like an image's (no
+  // inherited styles), measured, then removed
+  function imgSvg(img) {
+    const r = img.getBoundingClientRect();
+    const doc = new DOMParser().parseFromString(decodeSvg(img.currentSrc || img.src), "image/svg+xml");
+    const svg = doc.documentElement;
+    if (!svg || svg.tagName.toLowerCase() !== "svg") {
+      raster.push({ where: "image", string: imgName(img) + " (SVG that does not parse)" });
+      return;
+    }
+    // an SVG image without a viewBox is scaled from its width and height, as in <img>
+    const w0 = parseFloat(svg.getAttribute("width")), h0 = parseFloat(svg.getAttribute("height"));
+    if (!svg.hasAttribute("viewBox") && w0 > 0 && h0 > 0 && [svg.getAttribute("width"), svg.getAttribute("height")].every(v => /^\s*[\d.]+(px)?\s*$/.test(v)))
+      svg.setAttribute("viewBox", `0 0 ${w0} ${h0}`);
+    const box = document.createElement("div");
+    box.setAttribute("style", `all: initial; position: fixed; left: ${r.left}px; top: ${r.top}px; ` +
+      `width: ${r.width}px; height: ${r.height}px; opacity: 0; pointer-events: none;`);
+    const copy = document.importNode(svg, true);
+    copy.setAttribute("width", r.width);
+    copy.setAttribute("height", r.height);
+    copy.style.display = "block";
+    box.appendChild(copy);
+    document.body.appendChild(box);
+    try {
+      svgTexts(copy, "image " + imgName(img));
+    } finally {
+      box.remove();
+    }
+  }
+
+  const prose = [];
+  let block = null, blockText = "";
+  function flush() { if (block && blockText.trim()) prose.push(blockText.replace(/\s+/g, " ").trim()); }
+  function blockOf(el) {
+    for (let e = el; e && e !== slide; e = e.parentElement) {
+      const d = getComputedStyle(e).display;
+      if (!d.startsWith("inline") || e.tagName.toLowerCase() === "text") return e;
+    }
+    return slide;
+  }
+  const inOutput = el => !!el.closest(".cell-output, .cell-output-stdout, .cell-output-display, .cell-output-stderr");
+  const isCode = el => !inOutput(el) && !!el.closest(".cell-code, pre, code");
+
+  const runs = new Map();
+  const walker = document.createTreeWalker(slide, NodeFilter.SHOW_ELEMENT | NodeFilter.SHOW_TEXT);
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    if (node.nodeType === Node.TEXT_NODE) {
+      const parent = node.parentElement;
+      if (!node.textContent.trim() || hidden(parent, slide)) continue;
+      const range = document.createRange();
+      range.selectNodeContents(node);
+      const rs = painted(range.getClientRects());
+      if (!rs.length) continue;
+      rs.forEach(r => addRect(r, parent));
+      if (!isCode(parent)) {
+        const b = blockOf(parent);
+        if (b !== block) { flush(); block = b; blockText = ""; }
+        blockText += node.textContent;
+      }
+      if (parent.closest("svg") || parent.closest(".katex")) continue;   // measured below
+      // one run per block and size: a code line's highlighted tokens are one string
+      const px = round(parseFloat(getComputedStyle(parent).fontSize) * cssScale(parent, slide));
+      const b = blockOf(parent);
+      if (!runs.has(b)) runs.set(b, new Map());
+      const bySize = runs.get(b);
+      if (!bySize.has(px)) {
+        const run = { where: isCode(parent) ? "code" : inOutput(parent) ? "output" : "text", string: "", px };
+        bySize.set(px, run);
+        text.push(run);
+      }
+      bySize.get(px).string += node.textContent;
+      continue;
+    }
+    const el = node, tag = el.tagName.toLowerCase();
+    if (el.closest("svg") && tag !== "svg") continue;
+    if (hidden(el, slide)) continue;
+    // painted: text (above), replaced elements, tables and boxes with a background;
+    // borders are not content (a heading's rule or a code frame spans the slide whatever
+    // the slide holds)
+    const cs = getComputedStyle(el);
+    if (["img", "svg", "canvas", "video", "iframe", "table"].includes(tag) ||
+        (cs.backgroundColor !== "rgba(0, 0, 0, 0)" && cs.backgroundColor !== "transparent") ||
+        cs.backgroundImage !== "none") {
+      painted([el.getBoundingClientRect()]).forEach(r => addRect(r, el));
+    }
+    if (tag === "svg" && !el.parentElement.closest("svg")) svgTexts(el, "svg");
+    if (tag === "img" && el.getBoundingClientRect().width > 0) {
+      const src = el.currentSrc || el.src || el.getAttribute("data-src") || "";
+      if (/^data:image\/svg\+xml/i.test(src)) imgSvg(el);
+      else raster.push({ where: "image", string: imgName(el) });
+    }
+  }
+  flush();
+  text.forEach(t => { t.string = short(t.string); });
+
+  // KaTeX: each formula at its base size, named by its TeX source
+  slide.querySelectorAll(".katex").forEach(k => {
+    if (hidden(k, slide) || !painted(k.getClientRects()).length) return;
+    const tex = k.querySelector("annotation");
+    const px = parseFloat(getComputedStyle(k).fontSize) * cssScale(k, slide);
+    text.push({ where: "math", string: short(tex ? tex.textContent : k.textContent), px: round(px) });
+  });
+
+  // the deck's chrome shown with this slide: footer and slide number (screen px / scale)
+  document.querySelectorAll(".reveal > .footer, .reveal > .slide-number").forEach(el => {
+    if (hidden(el, document.documentElement) || !painted(el.getClientRects()).length) return;
+    const w = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
+    let px = Infinity;
+    for (let n = w.nextNode(); n; n = w.nextNode()) {
+      if (!n.textContent.trim() || hidden(n.parentElement, el.parentElement)) continue;
+      px = Math.min(px, parseFloat(getComputedStyle(n.parentElement).fontSize) * cssScale(n.parentElement, null) / scale);
+    }
+    if (px < Infinity) text.push({ where: el.classList.contains("footer") ? "footer" : "slide number",
+                                   string: short(el.textContent), px: round(px) });
+  });
+
+  let bbox = null;
+  for (const r of rects) {
+    const s = [(r.left - origin.left) / scale, (r.top - origin.top) / scale,
+               (r.right - origin.left) / scale, (r.bottom - origin.top) / scale];
+    const c = [Math.max(0, s[0]), Math.max(0, s[1]), Math.min(W, s[2]), Math.min(H, s[3])];
+    if (c[2] <= c[0] || c[3] <= c[1]) continue;
+    bbox = bbox ? [Math.min(bbox[0], c[0]), Math.min(bbox[1], c[1]), Math.max(bbox[2], c[2]), Math.max(bbox[3], c[3])] : c;
+  }
+  return { width: W, height: H, text, raster, prose, bbox: bbox && bbox.map(v => Math.round(v)),
+           hasTitle: !!heading, onlyTitle: !!heading && rects.length > 0 && !outsideTitle,
+           deckTitle: slide.id === "title-slide" };
+};
