@@ -99,7 +99,7 @@ def plot_dot_product_variance(
     plain_log_axis(a.xaxis, 2, every=4)
     plain_log_axis(a.yaxis, 2, every=8)
     a.set_title("Dot products grow with d_k")
-    a.legend(loc="lower right", bbox_to_anchor=(1.0, 0.08))  # below the rising line, above the flat one
+    a.legend(loc="upper left")  # above the diagonal
     return fig
 
 
@@ -136,7 +136,7 @@ def plot_softmax_saturation(
     a.set_xlabel("d_k")
     a.set_ylabel("largest weight (mean)")
     a.set_title(f"Softmax saturates ({num_keys} keys)")
-    a.legend(loc="upper left")  # above both lines at small d_k
+    a.legend(loc="center right")  # between the saturating line and the flat one
     return fig
 
 
@@ -147,5 +147,9 @@ def plot_scaling_argument(d_ks: Sequence[int] = (1, 4, 16, 64, 256, 1024), seed:
     left, right = fig.subplots(1, 2)
     plot_dot_product_variance(d_ks, seed=seed, ax=left)
     plot_softmax_saturation(d_ks, seed=seed, ax=right)
+    for a in (left, right):  # one legend for both: the colours mean the same in each
+        a.get_legend().remove()
+    fig.legend(left.get_lines(), ["reference: d_k, uniform 1/16", "q·k", "q·k / √d_k"], loc="outside lower center",
+               ncol=3)
     return fig
 
