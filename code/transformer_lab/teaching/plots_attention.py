@@ -41,12 +41,16 @@ def _masked(w: np.ndarray, mask) -> np.ma.MaskedArray:
     return np.ma.masked_array(w, mask=~as_bool_mask(mask, (T, S))) if mask is not None else np.ma.masked_array(w)
 
 
-def _heatmap_size(T: int, S: int) -> tuple[float, float]:
+def _heatmap_size(T: int, S: int) -> tuple[tuple[float, float], bool]:
     """A heatmap's figure size (inches) that gives every row and column room for a label
-    at slide size: about 2.1 in for the query labels and the colour bar, 1.9 in for the
-    key labels and a title, then one label pitch per row and column."""
+    at slide size (about 1.3 in for the query labels, 1.9 in for the key labels and a
+    title, then one label pitch per row and column), and whether its colour bar goes below
+    the map: in a narrow figure (a column of a slide) the width is worth more than height."""
     pitch = _PITCH_PT / 72
-    return max(4.0, min(WIDE_FIGSIZE[0], 2.1 + S * pitch)), max(3.0, min(5.8, 1.9 + T * pitch))
+    below = 1.3 + S * pitch + 0.9 <= 6.0
+    width = 1.3 + S * pitch + (0.0 if below else 0.9)
+    height = 1.9 + T * pitch + (0.8 if below else 0.0)
+    return (max(4.0, min(WIDE_FIGSIZE[0], width)), max(3.0, min(5.8, height))), below
 
 
 @styled
@@ -74,7 +78,8 @@ def plot_attention(
     w = as_array(weights, "weights", 2, "(T, S)")
     query_labels, key_labels = heatmap_labels(query_labels, key_labels, *w.shape)
     T, S = w.shape
-    fig, axes = new_figure(ax, figsize=_heatmap_size(T, S))
+    figsize, bar_below = _heatmap_size(T, S)
+    fig, axes = new_figure(ax, figsize=figsize)
     a = axes[0, 0]
     top = vmax if vmax is not None else (float(w.max()) if w.size else 1.0)
     im = a.imshow(_masked(w, mask), cmap=ATTENTION_CMAP, vmin=0.0, vmax=top if top > 0 else 1.0, aspect="auto",
@@ -87,7 +92,8 @@ def plot_attention(
     if np.ma.getmaskarray(im.get_array()).any():
         _hatch_masked(a, np.ma.getmaskarray(im.get_array()))
     if colorbar:
-        add_colorbar(fig, im, a, "attention weight", shrink=0.9, pad=0.03, aspect=25)
+        place = dict(location="bottom", shrink=0.8, pad=0.02, aspect=30) if bar_below else dict(pad=0.03, aspect=25)
+        add_colorbar(fig, im, a, "attention weight", **place)
     return fig
 
 
