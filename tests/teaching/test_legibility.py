@@ -158,3 +158,26 @@ def test_a_figure_drawn_into_a_foreign_axes_still_gets_slide_size_ticks():
     host.draw_without_rendering()
     ticks = [t for t in host.axes[0].get_xticklabels() + host.axes[0].get_yticklabels() if t.get_text()]
     assert ticks and min(t.get_fontsize() for t in ticks) >= tt.STYLE["xtick.labelsize"]
+
+
+ROLE_FIGURES = ("plot_attention", "plot_attention (masked, slide)", "plot_attention_heads", "plot_mask", "plot_masks")
+
+
+@pytest.mark.parametrize("name", [n for n in FIGURES if n not in ROLE_FIGURES])
+def test_figures_of_other_things_never_draw_in_a_query_key_value_or_mask_colour(name):
+    """One palette, one meaning: loss curves, pre-LN, recompute, positional encodings and
+    the paper's rows are drawn in the other colours."""
+    from matplotlib.colors import to_hex
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    fig = FIGURES[name][0]()
+    roles = {tt.PALETTE[r].lower() for r in ("query", "key", "value", "mask")}
+    used = set()
+    for artist in fig.findobj(lambda a: isinstance(a, (Line2D, Patch))):
+        colours = [artist.get_color(), artist.get_markerfacecolor()] if isinstance(artist, Line2D) else \
+            [artist.get_facecolor(), artist.get_edgecolor()]
+        used |= {to_hex(c) for c in colours if not isinstance(c, str) or c != "none"}
+    for image in fig.findobj(lambda a: hasattr(a, "get_cmap") and hasattr(a, "get_array")):
+        used |= {to_hex(image.get_cmap()(x)) for x in np.linspace(0, 1, 5)}
+    assert not used & roles, f"{name} uses {sorted(used & roles)}"
