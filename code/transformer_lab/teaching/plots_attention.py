@@ -168,14 +168,17 @@ def plot_mask(
     m = _check_mask(mask, "mask")
     query_labels, key_labels = heatmap_labels(query_labels, key_labels, *m.shape)
     T, S = m.shape
-    pitch = _PITCH_PT / 72  # the map, its labels, then about 2 in for the legend
-    fig, axes = new_figure(ax, figsize=(min(WIDE_FIGSIZE[0], 3.0 + S * pitch), max(3.0, min(5.8, 2.0 + T * pitch))))
+    cell = min(0.5, max(_PITCH_PT / 72, 2.6 / max(T, S)))  # small masks get large, countable cells
+    # query labels, then the map; key labels, the map and the legend below it
+    fig, axes = new_figure(ax, figsize=(min(WIDE_FIGSIZE[0], max(4.0, 1.6 + S * cell)),
+                                        max(3.0, min(5.8, 2.6 + T * cell))))
     a = axes[0, 0]
     _draw_mask(a, m, query_labels, key_labels, show_queries=True)
     a.set_xlabel("keys")
     a.set_ylabel("queries")
     if legend:
-        a.legend(handles=_mask_legend(), loc="upper left", bbox_to_anchor=(1.03, 1.0), borderaxespad=0.0)
+        a.legend(handles=_mask_legend(), loc="upper center", bbox_to_anchor=(0.5, -0.04), ncol=2,
+                 handlelength=1.2, columnspacing=1.0)
     if title:
         a.set_title(title)
     return fig
