@@ -17,8 +17,8 @@ for a slide), ``pronoun`` (what a trained encoder's heads do with "it") and
 re-exports them.
 """
 
-from .style import ATTENTION_CMAP, DIVERGING_CMAP, FIGSIZE, MASK_CMAP, PALETTE, SERIES_COLORS, STYLE
-from .plots_attention import plot_attention, plot_attention_heads, plot_mask
+from .style import ATTENTION_CMAP, DIVERGING_CMAP, FIGSIZE, MASK_CMAP, OTHER, PALETTE, SERIES_COLORS, STYLE
+from .plots_attention import plot_attention, plot_attention_heads, plot_mask, plot_masks
 from .plots_model import (
     plot_dot_product_variance,
     plot_positional_encoding,
@@ -51,7 +51,7 @@ from .by_hand import OneHead, bmatrix, format_number, layer_norm, math_span, one
 from .bleu import SentenceBleu, sentence_bleu
 from .bpe import BytePairEncoding, learn_bpe, pre_tokenize, split_sentences, tokens_per_sentence
 from .tables import markdown_table
-from .legibility import enlarge_text
+from .legibility import enlarge_text, smallest_text, text_sizes
 from . import corpus
 from .pronoun import AntecedentAttention, antecedent_attention, encoder_attention, noun_positions, weights_from_it
 from .plots_trained import plot_antecedent_heads, plot_beam_tree, plot_weights_from

@@ -16,7 +16,7 @@ from matplotlib.figure import Figure
 
 from .. import checks
 from ..positional_encoding import sinusoidal_positional_encoding
-from .style import DIVERGING_CMAP, PALETTE, as_array, new_figure, styled
+from .style import DIVERGING_CMAP, OTHER, WIDE_FIGSIZE, add_colorbar, as_array, new_figure, plain_log_axis, styled
 
 
 @styled
@@ -30,7 +30,7 @@ def plot_positional_encoding(table, title: str | None = None, ax: Axes | None = 
     a.set_xlabel("dimension i")
     a.set_ylabel("position pos")
     a.set_title(title or f"Sinusoidal positional encoding, d_model = {t.shape[1]}")
-    fig.colorbar(im, ax=a, shrink=0.85, label="PE(pos, i)")
+    add_colorbar(fig, im, a, "PE(pos, i)", shrink=0.9, pad=0.02, aspect=25)
     return fig
 
 
@@ -52,12 +52,12 @@ def plot_wavelengths(
         if not isinstance(d, (int, np.integer)) or not 0 <= d < d_model:
             raise ValueError(f"dims must hold ints in [0, d_model={d_model}), got {d!r}")
     table = sinusoidal_positional_encoding(length, d_model).numpy()  # (L, D)
-    fig, axes = new_figure(ax)
+    fig, axes = new_figure(ax, figsize=(WIDE_FIGSIZE[0], 4.2))
     a = axes[0, 0]
     for d in dims:
         wavelength = 2 * math.pi * 10000 ** ((d - d % 2) / d_model)
         kind = "sin" if d % 2 == 0 else "cos"
-        a.plot(np.arange(length), table[:, d], label=f"i = {d} ({kind}, wavelength {wavelength:.0f})")
+        a.plot(np.arange(length), table[:, d], label=f"i = {d}: {kind}, wavelength {wavelength:.0f}")
     a.set_xlabel("position pos")
     a.set_ylabel("PE(pos, i)")
     a.set_title(f"Positional-encoding columns, d_model = {d_model}")
@@ -89,15 +89,17 @@ def plot_dot_product_variance(
         scaled.append((dot / math.sqrt(d)).var().item())
     fig, axes = new_figure(ax)
     a = axes[0, 0]
-    a.plot(d_ks, d_ks, color=PALETTE["ink"], linestyle=":", linewidth=1.5, label="d_k (theory)")
-    a.plot(d_ks, raw, "o-", color=PALETTE["mask"], label="var(q . k)")
-    a.plot(d_ks, scaled, "o-", color=PALETTE["query"], label="var(q . k / sqrt(d_k))")
+    a.plot(d_ks, d_ks, color=OTHER["grey"], linestyle=":", linewidth=2, label="d_k (theory)")
+    a.plot(d_ks, raw, "o-", color=OTHER["vermillion"], label="var(q·k)")
+    a.plot(d_ks, scaled, "o-", color=OTHER["ink"], label="var(q·k / √d_k)")
     a.set_xscale("log", base=2)
     a.set_yscale("log", base=2)
     a.set_xlabel("d_k")
     a.set_ylabel("variance of the score")
+    plain_log_axis(a.xaxis, 2, every=4)
+    plain_log_axis(a.yaxis, 2, every=8)
     a.set_title("Dot products grow with d_k")
-    a.legend()
+    a.legend(loc="upper left")  # above the diagonal
     return fig
 
 
@@ -125,24 +127,29 @@ def plot_softmax_saturation(
         scaled.append((scores / math.sqrt(d)).softmax(-1).amax(-1).mean().item())
     fig, axes = new_figure(ax)
     a = axes[0, 0]
-    a.axhline(1.0 / num_keys, color=PALETTE["ink"], linestyle=":", linewidth=1.5, label=f"uniform (1/{num_keys})")
-    a.plot(d_ks, raw, "o-", color=PALETTE["mask"], label="softmax(q . k)")
-    a.plot(d_ks, scaled, "o-", color=PALETTE["query"], label="softmax(q . k / sqrt(d_k))")
+    a.axhline(1.0 / num_keys, color=OTHER["grey"], linestyle=":", linewidth=2, label=f"uniform, 1/{num_keys}")
+    a.plot(d_ks, raw, "o-", color=OTHER["vermillion"], label="q·k")
+    a.plot(d_ks, scaled, "o-", color=OTHER["ink"], label="q·k / √d_k")
     a.set_xscale("log", base=2)
+    plain_log_axis(a.xaxis, 2, every=4)
     a.set_ylim(0, 1.05)
     a.set_xlabel("d_k")
-    a.set_ylabel("largest attention weight (mean)")
-    a.set_title(f"Softmax saturates without scaling ({num_keys} keys)")
-    a.legend()
+    a.set_ylabel("largest weight (mean)")
+    a.set_title(f"Softmax saturates ({num_keys} keys)")
+    a.legend(loc="center right")  # between the saturating line and the flat one
     return fig
 
 
 @styled
 def plot_scaling_argument(d_ks: Sequence[int] = (1, 4, 16, 64, 256, 1024), seed: int = 0) -> Figure:
     """Both halves of the sqrt(d_k) argument side by side: score variance, then saturation."""
-    fig = Figure(figsize=(11.0, 4.5), layout="constrained")
+    fig = Figure(figsize=(WIDE_FIGSIZE[0], 4.4), layout="constrained")
     left, right = fig.subplots(1, 2)
     plot_dot_product_variance(d_ks, seed=seed, ax=left)
     plot_softmax_saturation(d_ks, seed=seed, ax=right)
+    for a in (left, right):  # one legend for both: the colours mean the same in each
+        a.get_legend().remove()
+    fig.legend(left.get_lines(), ["reference: d_k, uniform 1/16", "q·k", "q·k / √d_k"], loc="outside lower center",
+               ncol=3)
     return fig
 

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 from typing import Sequence
 
-import matplotlib
 import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from .. import checks
-from .style import PALETTE, SERIES_COLORS, STYLE, as_array, check_labels, finish_axes, new_figure, styled
+from .style import (OTHER, SERIES_COLORS, WIDE_FIGSIZE, as_array, check_labels, finish_axes, new_figure, plain_log_axis,
+                    styled)
 
 
 @styled
@@ -42,6 +42,7 @@ def plot_attention_cost(
     a.set_ylabel("time (ms)")
     if logy:
         a.set_yscale("log")
+        plain_log_axis(a.yaxis)
     if title:
         a.set_title(title)
     if labels:
@@ -49,7 +50,7 @@ def plot_attention_cost(
     return fig
 
 
-
+@styled
 def plot_decode_step_times(
     step_times_ms: dict[str, Sequence[float]], window: int = 8, title: str | None = None, ax: Axes | None = None
 ) -> Figure:
@@ -71,13 +72,7 @@ def plot_decode_step_times(
     return fig
 
 
-#: Text sizes for figures that fill a slide: at least 15 pt, which is 20 px at slide width.
-#: Series that are not queries, keys, values or masks (Okabe-Ito colours outside PALETTE).
-NEUTRAL_SERIES = (PALETTE["ink"], "#CC79A7", "#56B4E9")
-SLIDE_TEXT = {"font.size": 16, "axes.titlesize": 17, "axes.labelsize": 16, "legend.fontsize": 15,
-              "xtick.labelsize": 15, "ytick.labelsize": 15}
-
-
+@styled
 def plot_table1_scaling(lengths: Sequence[int], times_ms: dict[str, Sequence[float]],
                         flops: dict[str, Sequence[float]], d_model: int) -> Figure:
     """Two log-log panels against the sequence length n (Table 1, Section 4): measured
@@ -87,33 +82,34 @@ def plot_table1_scaling(lengths: Sequence[int], times_ms: dict[str, Sequence[flo
     if not isinstance(times_ms, dict) or not isinstance(flops, dict) or not times_ms or not flops:
         raise ValueError("times_ms and flops must be non-empty dicts of name -> one value per length")
     checks.positive_int("d_model", d_model)
-    with matplotlib.rc_context({**STYLE, **SLIDE_TEXT}):
-        fig, axes = new_figure(None, 1, 2, figsize=(11, 4.8))
-        for a, series, ylabel, title in ((axes[0, 0], times_ms, "time (ms)", "measured, 1 thread"),
-                                         (axes[0, 1], flops, "multiply-adds", "Table 1's terms")):
-            for i, (name, values) in enumerate(series.items()):
-                y = as_array(values, f"series[{name!r}]", 1, "(n,)")
-                if y.shape != x.shape:
-                    raise ValueError(f"series[{name!r}] must have one value per length ({x.shape[0]}), got {y.shape}")
-                a.loglog(x, y, "o-", color=NEUTRAL_SERIES[i % len(NEUTRAL_SERIES)], label=name, ms=5)
-            a.axvline(d_model, color=PALETTE["ink"], ls=":", lw=1.5)
-            a.set_xscale("log", base=2)
-            a.set_xlabel("sequence length n")
-            a.set_ylabel(ylabel)
-            a.set_title(title)
-            a.legend()
-        axes[0, 1].annotate(f"n = d = {d_model}", (d_model, axes[0, 1].get_ylim()[0]), xytext=(6, 10),
-                            textcoords="offset points")
+    fig, axes = new_figure(None, 1, 2, figsize=(WIDE_FIGSIZE[0], 4.4))
+    for a, series, ylabel, title in ((axes[0, 0], times_ms, "time (ms)", "measured, 1 thread"),
+                                     (axes[0, 1], flops, "multiply-adds", "Table 1's terms")):
+        for i, (name, values) in enumerate(series.items()):
+            y = as_array(values, f"series[{name!r}]", 1, "(n,)")
+            if y.shape != x.shape:
+                raise ValueError(f"series[{name!r}] must have one value per length ({x.shape[0]}), got {y.shape}")
+            a.loglog(x, y, "o-", color=SERIES_COLORS[i % len(SERIES_COLORS)], label=name, ms=5)
+        a.axvline(d_model, color=OTHER["grey"], ls=":", lw=2)
+        a.set_xscale("log", base=2)
+        plain_log_axis(a.xaxis, 2, every=8)
+        plain_log_axis(a.yaxis)
+        a.set_xlabel("sequence length n")
+        a.set_ylabel(ylabel)
+        a.set_title(title)
+        a.legend(loc="upper left")
+    axes[0, 1].annotate(f"n = d = {d_model}", (d_model, axes[0, 1].get_ylim()[0]), xytext=(6, 10),
+                        textcoords="offset points")
     return fig
 
 
+@styled
 def plot_decode_panels(panels: dict[str, dict[str, Sequence[float]]], window: int = 8) -> Figure:
     """Side-by-side :func:`plot_decode_step_times` panels, one per model (``panels``:
-    title -> variant -> per-step milliseconds), in slide-sized text."""
+    title -> variant -> per-step milliseconds), sized for a whole slide."""
     if not isinstance(panels, dict) or not panels:
         raise ValueError(f"panels must be a non-empty dict of title -> step times, got {type(panels).__name__}")
-    with matplotlib.rc_context({**STYLE, **SLIDE_TEXT}):
-        fig, axes = new_figure(None, 1, len(panels), figsize=(5.5 * len(panels), 4.2))
-        for a, (title, step_times_ms) in zip(axes[0], panels.items()):
-            plot_decode_step_times(step_times_ms, window=window, title=title, ax=a)
+    fig, axes = new_figure(None, 1, len(panels), figsize=(min(WIDE_FIGSIZE[0], 5.2 * len(panels)), 4.2))
+    for a, (title, step_times_ms) in zip(axes[0], panels.items()):
+        plot_decode_step_times(step_times_ms, window=window, title=title, ax=a)
     return fig

@@ -5,20 +5,17 @@ from __future__ import annotations
 
 from typing import Sequence
 
-import matplotlib
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import NullFormatter
 
-from .style import PALETTE, STYLE, as_array, new_figure
+from .style import OTHER, as_array, new_figure, styled
 
-#: Larger text than the house default: this figure fills a slide's width.
-SLIDE_TEXT = {"font.size": 17, "axes.labelsize": 18, "axes.titlesize": 18, "xtick.labelsize": 16,
-              "ytick.labelsize": 16, "legend.fontsize": 16}
-#: Series that are not Q, K, V or masks: ink, then a muted grey.
-NEUTRAL_COLORS = (PALETTE["ink"], "#8A8FA8")
+#: Series that are not Q, K, V or masks: ink, then vermillion.
+NEUTRAL_COLORS = (OTHER["ink"], OTHER["vermillion"])
 
 
+@styled
 def plot_vocabulary_tradeoff(
     vocab_sizes: Sequence[int],
     mean_tokens: dict[str, Sequence[float]],
@@ -34,28 +31,27 @@ def plot_vocabulary_tradeoff(
         raise ValueError(f"mean_tokens must be a non-empty dict of text name -> (m,) means, got {mean_tokens!r}")
     if len(mean_tokens) > len(NEUTRAL_COLORS):
         raise ValueError(f"mean_tokens must hold at most {len(NEUTRAL_COLORS)} texts, got {len(mean_tokens)}")
-    with matplotlib.rc_context({**STYLE, **SLIDE_TEXT}):
-        fig, axes = new_figure(ax, figsize=(10, 4.6))
-        a = axes[0, 0]
-        for color, (name, values) in zip(NEUTRAL_COLORS, mean_tokens.items()):
-            y = as_array(values, f"mean_tokens[{name!r}]", 1, f"(m,) with m = {len(x)}")
-            if len(y) != len(x):
-                raise ValueError(f"mean_tokens[{name!r}] must have one value per vocabulary size ({len(x)}), got {len(y)}")
-            a.plot(x, y, "o-", color=color, label=name)
-            if words_per_sentence and name in words_per_sentence:
-                a.axhline(words_per_sentence[name], color=color, ls="--", lw=1.5)
-        if words_per_sentence:  # label the first dashed line; the others read the same
-            name, level = next(iter(words_per_sentence.items()))
-            a.annotate("one token per word", (x[0], level), xytext=(0, -24), textcoords="offset points",
-                       color=PALETTE["ink"], fontsize=16)
-        a.set_xscale("log")
-        ticks = [t for t in (20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 50000) if x.min() <= t <= x.max()]
-        a.set_xticks(ticks, [str(t) for t in ticks])  # plain numbers, not 2 x 10^2
-        a.xaxis.set_minor_formatter(NullFormatter())
-        a.set_xlabel("vocabulary size (symbols)")
-        a.set_ylabel("tokens per sentence, n")
-        a.set_ylim(bottom=0)
-        if title:
-            a.set_title(title)
-        a.legend()
+    fig, axes = new_figure(ax, figsize=(10, 4.6))
+    a = axes[0, 0]
+    for color, (name, values) in zip(NEUTRAL_COLORS, mean_tokens.items()):
+        y = as_array(values, f"mean_tokens[{name!r}]", 1, f"(m,) with m = {len(x)}")
+        if len(y) != len(x):
+            raise ValueError(f"mean_tokens[{name!r}] must have one value per vocabulary size ({len(x)}), got {len(y)}")
+        a.plot(x, y, "o-", color=color, label=name)
+        if words_per_sentence and name in words_per_sentence:
+            a.axhline(words_per_sentence[name], color=color, ls="--", lw=1.5)
+    if words_per_sentence:  # label the first dashed line; the others read the same
+        name, level = next(iter(words_per_sentence.items()))
+        a.annotate("one token per word", (x[0], level), xytext=(0, -24), textcoords="offset points",
+                   color=OTHER["ink"])
+    a.set_xscale("log")
+    ticks = [t for t in (20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 50000) if x.min() <= t <= x.max()]
+    a.set_xticks(ticks, [str(t) for t in ticks])  # plain numbers, not 2 x 10^2
+    a.xaxis.set_minor_formatter(NullFormatter())
+    a.set_xlabel("vocabulary size (symbols)")
+    a.set_ylabel("tokens per sentence, n")
+    a.set_ylim(bottom=0)
+    if title:
+        a.set_title(title)
+    a.legend()
     return fig

@@ -1,45 +1,24 @@
 """Figures of trained models: heads that resolve a pronoun (encoder self-attention,
 Section 3.2.3) and a beam search's tree (Section 6.1).
 
-Text is set at ``SLIDE_TEXT`` points (at least 15 pt, about 20 px on a 1050 x 700 slide
-when a figure up to 10 inches wide fills the slide's width);
-:func:`~transformer_lab.teaching.legibility.enlarge_text` raises the text of any other
-figure to slide size.
-
 Shapes: L layers, H heads, S keys.
 """
 
 from __future__ import annotations
 
-import functools
 from typing import Sequence
 
-import matplotlib
 import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
-from .style import PALETTE, as_array, check_labels, styled
+from .style import LIGHT, OTHER, WIDE_FIGSIZE, as_array, check_labels, styled
 
-SLIDE_TEXT = 16
-#: Larger text for slide figures, on top of the house ``STYLE``.
-LARGE = {"font.size": SLIDE_TEXT, "axes.titlesize": SLIDE_TEXT + 1, "axes.labelsize": SLIDE_TEXT,
-         "xtick.labelsize": SLIDE_TEXT - 1, "ytick.labelsize": SLIDE_TEXT - 1, "legend.fontsize": SLIDE_TEXT - 1}
 #: The two nouns of a pronoun sentence and the other words (no Q/K/V meaning: ink and greys).
-ANTECEDENT, OTHER_NOUN, OTHER_WORD = PALETTE["ink"], "#9096AE", "#D9DCE6"
+ANTECEDENT, OTHER_NOUN, OTHER_WORD = OTHER["ink"], OTHER["grey"], LIGHT
 
 
-def _large(fn):
-    """``styled``, then the slide-size text of ``LARGE`` while ``fn`` draws."""
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        with matplotlib.rc_context(LARGE):
-            return fn(*args, **kwargs)
-
-    return styled(wrapper)
-
-
-@_large
+@styled
 def plot_antecedent_heads(more_on_antecedent, weight_on_antecedent, weight_on_other,
                           title: str | None = None) -> Figure:
     """Every encoder head's pronoun statistic, two panels over heads grouped by layer:
@@ -54,12 +33,12 @@ def plot_antecedent_heads(more_on_antecedent, weight_on_antecedent, weight_on_ot
     L, H = more.shape
     x = np.arange(L * H) + np.repeat(np.arange(L), H) * 0.8  # a gap between layers
     labels = [f"{h}" for _ in range(L) for h in range(H)]
-    fig = Figure(figsize=(10, 4.4), layout="constrained")
+    fig = Figure(figsize=(WIDE_FIGSIZE[0], 4.4), layout="constrained")
     left, mean = fig.subplots(1, 2)
     shades = [OTHER_NOUN if layer < L - 1 else ANTECEDENT for layer in range(L) for _ in range(H)]
     bars = left.bar(x, 100 * more.reshape(-1), color=shades, width=0.8)
     left.bar_label(bars, [f"{100 * v:.0f}" for v in more.reshape(-1)], padding=2)
-    left.axhline(50, color=PALETTE["ink"], linestyle="--", linewidth=1.2, label="chance")
+    left.axhline(50, color=OTHER["ink"], linestyle="--", linewidth=1.2, label="chance")
     left.legend(loc="upper left")
     left.set_ylim(0, 112)
     left.set_ylabel("% of sentences")
@@ -79,7 +58,7 @@ def plot_antecedent_heads(more_on_antecedent, weight_on_antecedent, weight_on_ot
     return fig
 
 
-@_large
+@styled
 def plot_weights_from(weights: Sequence, key_labels: Sequence[Sequence[str]], antecedents: Sequence[int],
                       others: Sequence[int], titles: Sequence[str] | None = None, query: str = "it",
                       title: str | None = None) -> Figure:
@@ -92,7 +71,7 @@ def plot_weights_from(weights: Sequence, key_labels: Sequence[Sequence[str]], an
                          f"{n}, {len(key_labels)}, {len(antecedents)}, {len(others)}")
     titles = check_labels(titles, n, "titles", "sentence") or [""] * n
     rows = [as_array(w, f"weights[{i}]", 1, "(S,)") for i, w in enumerate(weights)]
-    fig = Figure(figsize=(10, 4.6), layout="constrained")
+    fig = Figure(figsize=(WIDE_FIGSIZE[0], 4.6), layout="constrained")
     axes = fig.subplots(1, n, squeeze=False, sharex=True)[0]
     for a, w, words, right, other, panel in zip(axes, rows, key_labels, antecedents, others, titles):
         words = check_labels(words, len(w), "key_labels", "key (S)")
@@ -111,7 +90,7 @@ def plot_weights_from(weights: Sequence, key_labels: Sequence[Sequence[str]], an
     return fig
 
 
-@_large
+@styled
 def plot_beam_tree(tree, labels: Sequence[str], title: str | None = None) -> Figure:
     """A beam search drawn as a tree (Section 6.1): one column per step, top to bottom the
     candidates that step kept (boxed, with log P(Y | X) so far) and finished (filled, with
@@ -130,21 +109,21 @@ def plot_beam_tree(tree, labels: Sequence[str], title: str | None = None) -> Fig
     while node_id is not None:
         on_best.add(node_id)
         node_id = tree.nodes[node_id].parent
-    fig = Figure(figsize=(10, 4.6), layout="constrained")
+    fig = Figure(figsize=(WIDE_FIGSIZE[0], 4.6), layout="constrained")
     a = fig.subplots()
     for n in shown:
         finished = n.status == "finished"
         if n.parent is not None:
             bold = n.id in on_best
-            a.plot([n.step - 1, n.step], [row[n.parent], row[n.id]], color=PALETTE["ink"] if bold else OTHER_NOUN,
+            a.plot([n.step - 1, n.step], [row[n.parent], row[n.id]], color=OTHER["ink"] if bold else OTHER_NOUN,
                    linewidth=3.5 if bold else 1.4, zorder=1)
         a.text(n.step, row[n.id], labels[n.token].replace("<", "\u2039").replace(">", "\u203a"), ha="center",
-               va="center", color="white" if finished else PALETTE["ink"], zorder=3,
-               bbox=dict(boxstyle="round,pad=0.25", facecolor=PALETTE["ink"] if finished else "white",
-                         edgecolor=PALETTE["ink"]))
+               va="center", color="white" if finished else OTHER["ink"], zorder=3,
+               bbox=dict(boxstyle="round,pad=0.25", facecolor=OTHER["ink"] if finished else "white",
+                         edgecolor=OTHER["ink"]))
         if n.step:
             a.text(n.step, row[n.id] + 0.45, f"{n.final if finished else n.score:.2f}", ha="center", va="center",
-                   fontweight="bold" if finished else "normal", color=PALETTE["ink"])
+                   fontweight="bold" if finished else "normal", color=OTHER["ink"])
     a.set_xlim(-0.6, max(n.step for n in shown) + 0.6)
     a.set_ylim(max(row.values()) + 0.8, -0.5)
     a.set_xticks(range(max(n.step for n in shown) + 1))

@@ -11,9 +11,10 @@ import numpy as np
 import torch
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter
 
 from ..training import LabelSmoothingLoss, noam_learning_rate
-from .style import FIGSIZE, PALETTE, SERIES_COLORS, as_array, check_labels, finish_axes, new_figure, styled
+from .style import FIGSIZE, OTHER, SERIES_COLORS, WIDE_FIGSIZE, as_array, check_labels, finish_axes, new_figure, styled
 
 
 @styled
@@ -32,21 +33,22 @@ def plot_learning_rate_schedule(
     if not d_models or not warmups:
         raise ValueError(f"d_models and warmups must be non-empty, got d_models={d_models}, warmups={warmups}")
     styles = ("-", "--", ":", "-.")
-    fig, axes = new_figure(ax)
+    fig, axes = new_figure(ax, figsize=(WIDE_FIGSIZE[0], 4.0))
     a = axes[0, 0]
     x = np.unique(np.linspace(1, steps, 500).astype(int))
     for i, d in enumerate(d_models):
         color = SERIES_COLORS[i % len(SERIES_COLORS)]
         for j, w in enumerate(warmups):
             lr = [noam_learning_rate(int(s), d, w, factor) for s in x]
-            a.plot(x, lr, color=color, linestyle=styles[j % len(styles)], label=f"d_model = {d}, warmup = {w}")
+            a.plot(x, lr, color=color, linestyle=styles[j % len(styles)], label=f"d = {d}, warmup {w}")
             if w <= steps:
                 a.plot([w], [noam_learning_rate(w, d, w, factor)], "o", color=color, markersize=5)
     a.set_xlabel("training step")
-    a.set_ylabel("learning rate")
-    a.set_title("Warmup, then 1/sqrt(step) decay (equation 3)")
-    a.ticklabel_format(axis="y", style="sci", scilimits=(0, 0))
-    a.legend()
+    a.set_title("Warmup, then 1/√step decay (equation 3)")
+    a.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v * 1e3:g}"))  # no small offset text
+    a.set_ylabel("learning rate (× 10⁻³)")
+    a.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v / 1e3:g}k" if v else "0"))
+    a.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
     return fig
 
 
@@ -73,8 +75,8 @@ def plot_label_smoothing(
     a = axes[0, 0]
     x = np.arange(vocab_size)
     width = 0.4
-    a.bar(x - width / 2, one_hot, width, color=PALETTE["ink"], alpha=0.25, label="one-hot target")
-    a.bar(x + width / 2, smoothed, width, color=PALETTE["query"], label=f"smoothed, epsilon = {smoothing}")
+    a.bar(x - width / 2, one_hot, width, color=OTHER["grey"], label="one-hot target")
+    a.bar(x + width / 2, smoothed, width, color=OTHER["vermillion"], label=f"smoothed, ε = {smoothing}")
     a.set_xticks(x, labels if labels is not None else x)
     a.set_xlabel("vocabulary entry")
     a.set_ylabel("target probability")
@@ -119,7 +121,7 @@ def plot_training_curves(history, step_key: str = "step", title: str | None = No
             f"'exact_match', got {sorted(columns)}"
         )
     panels = [(keys, ylabel) for keys, ylabel in ((loss_keys, "loss"), (metric_keys, "accuracy")) if keys]
-    fig = Figure(figsize=FIGSIZE, layout="constrained")
+    fig = Figure(figsize=(WIDE_FIGSIZE[0], 4.0) if len(panels) > 1 else FIGSIZE, layout="constrained")
     axes = fig.subplots(1, len(panels), squeeze=False)[0]
     for a, (keys, ylabel) in zip(axes, panels):
         for i, k in enumerate(keys):
