@@ -228,13 +228,14 @@ def test_a_bare_figure_displays_as_quartos_setup_cell_makes_it(tmp_path, version
 
 def test_the_decks_setup_cell_gives_images_on_quarto_1_4(tmp_path):
     """The fix of issue 10, finding 1: the deck's hidden setup cell selects the formats
-    itself, so its figures are images even under Quarto 1.4's setup cell."""
+    itself, so its figures are images even under Quarto 1.4's setup cell: SVG, the deck's
+    `fig-format`, whose text stays text (issue 13)."""
     index = parse(REPO / "slides" / "index.qmd", REPO)
     (setup,) = [c for c in index.cells if c.options.get("label") == "setup"]
     code = setup.code + "\n" + BARE_FIGURE
     env_code = f"import sys\nsys.path.insert(0, {str(REPO / 'code')!r})\n" + code
     (mimes,) = _mimes(tmp_path, env_code, "1.4.557")
-    assert "image/png" in mimes
+    assert "image/svg+xml" in mimes and "image/png" not in mimes
 
 
 # --- in the browser: plugins, chrome, callouts under Quarto's rules ------------------
