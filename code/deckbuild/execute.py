@@ -394,7 +394,11 @@ def execute(doc: Document, doc_opts: dict, cache_dir: Path, use_cache: bool,
     run = Run(doc, effs, plan, hits, graph, cache.rng_dir, progress)
     results = _execute_plan(run, doc_opts, settings)
     for i, entry in results.items():
-        if run.hits[i] is None:
+        hit = run.hits[i]
+        # a cell run again keeps its outputs but may leave another random state than the
+        # one recorded (a cache of its own answered this time): record what it did now
+        if hit is None or (hit.get("rng_in"), hit.get("rng_out")) != (entry["rng_in"],
+                                                                       entry["rng_out"]):
             cache.put(keys[i], entry)
     outputs = [results[i]["outputs"] if i in results else
                (run.hits[i]["outputs"] if run.hits[i] else []) for i in range(len(cells))]

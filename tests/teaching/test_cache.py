@@ -87,3 +87,25 @@ def test_the_directory_comes_from_the_environment(monkeypatch, tmp_path):
     cache.set_cache_directory(None)
     monkeypatch.setenv("TL_CACHE_DIR", str(tmp_path / "c"))
     assert cache.cache_directory() == tmp_path / "c"
+
+
+def test_code_after_a_cached_call_draws_the_same_numbers_on_a_hit_and_a_miss(cache_dir):
+    """A miss computes (here: draws 1000 numbers from each generator), a hit reads a file;
+    the numbers drawn after the call are the same either way."""
+    import random
+
+    import numpy as np
+
+    def compute():
+        random.random(), np.random.rand(1000), torch.rand(1000)
+        return 1
+
+    def after_call():
+        random.seed(3), np.random.seed(3), torch.manual_seed(3)
+        assert cache.cached("draws", compute, inputs={}) == 1
+        return random.random(), float(np.random.rand()), float(torch.rand(()))
+
+    miss, hit = after_call(), after_call()
+    assert miss == hit
+    random.seed(3), np.random.seed(3), torch.manual_seed(3)
+    assert miss == (random.random(), float(np.random.rand()), float(torch.rand(())))

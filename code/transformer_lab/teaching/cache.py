@@ -15,6 +15,7 @@ only this function writes: do not point ``TL_CACHE_DIR`` at files from elsewhere
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import io
@@ -96,7 +97,8 @@ def _write_atomically(path: Path, value: Any) -> None:
 def cached(name: str, compute: Callable[[], T], *, inputs: dict) -> T:
     """``compute()``, or its result from an earlier call with the same name, inputs and
     package source. ``inputs`` must name everything ``compute`` depends on besides the
-    package (seeds, sizes, budgets)."""
+    package (seeds, sizes, budgets). The random-number generators are left as they were
+    (:func:`random_state_kept`): a hit and a miss look the same to the code after it."""
     if not isinstance(inputs, dict):
         raise TypeError(f"inputs must be a dict, got {type(inputs).__name__}")
     path = cache_directory() / f"{cache_key(name, inputs)}.pt"
@@ -106,6 +108,26 @@ def cached(name: str, compute: Callable[[], T], *, inputs: dict) -> T:
         except Exception as error:  # a truncated or foreign file: compute again
             warnings.warn(f"cached result {path} is unreadable ({type(error).__name__}); computing it again",
                           stacklevel=2)
-    value = compute()
+    with random_state_kept():
+        value = compute()
     _write_atomically(path, value)
     return value
+
+
+@contextlib.contextmanager
+def random_state_kept():
+    """Run a block and leave the random-number generators (Python's ``random``, NumPy's and
+    PyTorch's CPU generator) as the block found them. :func:`cached` computes inside it, so
+    code after a cached call draws the same numbers whether the result was computed (which
+    may draw many) or read from disk (which draws none)."""
+    import random
+
+    import numpy as np
+
+    states = random.getstate(), np.random.get_state(), torch.get_rng_state()
+    try:
+        yield
+    finally:
+        random.setstate(states[0])
+        np.random.set_state(states[1])
+        torch.set_rng_state(states[2])
