@@ -108,3 +108,39 @@ def test_partial_builds_equal_full_builds_for_several_edits(deck, lines):
         assert len(ran) < 8 or old.startswith("np.random.seed"), "\n".join(lines)
         assert md == reference(root, lines), old
         render(root, lines)    # the reference build refreshed nothing the next edit needs
+
+
+HIDDEN_STATE = '''## Hidden state
+
+```{python}
+import os
+flag = "drawn.flag"
+if not os.path.exists(flag):   # draws only the first time, like a cache miss
+    random.random()
+    open(flag, "w").close()
+print("flag", flag)
+```
+
+```{python}
+print("reads", flag)
+```
+
+## Random
+'''
+
+
+def test_a_cell_that_draws_less_when_run_again_is_recorded_so_the_fallback_does_not_repeat(
+        deck, lines):
+    """A cell whose draws depend on something outside the kernel (a file, like a cache
+    miss and a hit) draws nothing when re-run for state; the run falls back once, and the
+    cell's new random-state record keeps the next, unrelated edit partial."""
+    root = deck("partial")
+    edit(root, "## Random\n", HIDDEN_STATE)
+    render(root, lines)                                     # full run: the cell draws
+    edit(root, 'print("reads", flag)', 'print("reads again", flag)')
+    render(root, lines)                                     # re-run for state: no draw
+    assert any("now starts from another random state" in l for l in lines)
+    edit(root, "b = 10", "b = 11")
+    md, ran = render(root, lines)
+    assert not any("now starts from another random state" in l for l in lines)
+    assert "random" not in " ".join(ran.values())
