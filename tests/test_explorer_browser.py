@@ -63,7 +63,7 @@ def chapter_models() -> dict:
         exec(cell, scope)  # noqa: S102 - our own chapter's source
     finally:
         tt.set_cache_directory(None)
-    return {"pronoun": scope["pronoun_run"], "dates": scope["dates_run"]}
+    return {"pronoun": scope["pronoun"], "dates": scope["result"]}
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,7 @@ WIDE = "the cat did not cross the road because it was too wide"
 
 
 def test_the_deck_trains_the_pronoun_model_with_these_lines():
-    for chapter in ("06-sdpa.qmd", "11a-trained-attention.qmd"):
+    for chapter in ("06-sdpa.qmd", "11a-trained-attention.qmd", "20-explorer.qmd"):
         text = (CHAPTERS / chapter).read_text()
         assert all(line in text for line in PRONOUN_LINES), chapter
 
