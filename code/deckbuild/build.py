@@ -133,10 +133,10 @@ def _execute(job: Job, doc: source.Document, opts: dict) -> list[list]:
         cell_timeout=_cell_timeout(job))
     outputs, stats = execute.execute(doc, opts, job.cache_root / "cells", job.settings.use_cache,
                                      job.progress.emit, kernel)
-    ran = len(stats.get("ran", ()))
+    ran, units = stats["units_run"], stats["units"]
     note = ("all cached" if stats["cells"] and not ran
-            else f"{stats['cells']} cells run" if ran == stats["cells"]
-            else f"{ran} of {stats['cells']} cells run")
+            else f"{stats['cells']} cells run" if len(stats["ran"]) == stats["cells"]
+            else f"{ran} of {units} chapters run ({len(stats['ran'])} of {stats['cells']} cells)")
     job.progress.step("execute", t, note)
     return outputs
 

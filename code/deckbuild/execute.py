@@ -1,109 +1,115 @@
-"""Stage 2: execute the document's Python cells in one Jupyter kernel, with a cache.
+"""Stage 2: execute the document's Python cells, one kernel per chapter, with a cache.
 
-Each cell's cache key hashes its source and options, the keys of the cells it depends on
-(``depgraph``: a static reading of the names the cells share), the ``.py`` files under the
-project's ``deckbuild: cache-sources`` folders and the execution set-up's version
-(``partial``). When every key is in the cache no kernel starts at all. Otherwise a fresh
-kernel runs the set-up, then, in document order, the cells whose keys changed and the
-earlier cells they need for their state; every other cell keeps its cached outputs. A cell
-re-run only for state must reproduce its cached outputs, or the whole document runs again
-in order (the graph missed something); ``--no-cache`` always runs everything in order.
+The unit of execution and caching is the chapter (``units``): each runs in a fresh kernel
+of its own (Quarto's setup cell, then the document's setup cells, then the chapter's
+cells), up to one kernel per core at a time, and its outputs are cached whole under a key
+of its source, the setup's and the package's. An edit re-runs only its chapter; a build
+whose keys are all cached starts no kernel. ``--no-cache`` runs every chapter.
+
+Each chapter must seed the random numbers it draws (under Quarto, which runs the document
+in one kernel, it would otherwise start from the state the chapter before it left): a
+chapter whose random generators move before any seeding call is an error naming the cell.
 """
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import json
-import logging
-import math
 import os
-import shutil
-import signal
-import tempfile
-import sys
 import time
-from dataclasses import dataclass
-from pathlib import Path
+from dataclasses import dataclass, field
 from typing import Callable
 
 from .cells import effective_cell_options, strip_ansi
-from . import partial
-from .partial import EXEC_VERSION, Cache, cell_keys  # noqa: F401 - re-exported
 from .errors import DeckError
+from .kernel import (CellTimeout, Kernel, KernelSettings, interrupt_handler,  # noqa: F401
+                     kill_kernels, run_kernels, setup_code)
 from .source import Cell, Document
+from .units import (EXEC_VERSION, Unit, UnitCache, reads_another_chapter,  # noqa: F401
+                    setup_cells, setup_rebinds, source_hash, unit_key, units_of)
 
-_QUIET_LOG = logging.getLogger("deckbuild.nbclient")
-_QUIET_LOG.addHandler(logging.NullHandler())
-_QUIET_LOG.propagate = False
+HEARTBEAT = 10.0   # seconds between "still running" lines for a long cell
 
+# Run in the kernel after the setup cells: wraps the seeding functions so that a chapter
+# that draws random numbers before seeding them can be named. Leaves no names behind.
+SEED_WATCH = r'''
+def _deckbuild_seed_watch():
+    import functools, random, sys, types
+    watch = types.ModuleType("_deckbuild_seed_watch")
+    watch.seeded, watch.start = set(), {}
+    try:
+        import numpy
+    except ImportError:
+        numpy = None
 
+    def torch_state(torch):
+        return torch.get_rng_state().numpy().tobytes()
 
-@dataclass(frozen=True)
-class KernelSettings:
-    """Where cells find their imports, and what else invalidates the cache."""
+    def states():
+        out = {"random": repr(random.getstate())}
+        if numpy is not None:
+            s = numpy.random.get_state()
+            out["numpy"] = s[1].tobytes() + repr((s[0], s[2], s[3], s[4])).encode()
+        torch = sys.modules.get("torch")
+        if torch is not None and "torch" in watch.start:
+            out["torch"] = torch_state(torch)
+        return out
 
-    python_path: tuple[Path, ...] = ()     # prepended to the kernel's PYTHONPATH
-    cache_sources: tuple[Path, ...] = ()   # folders whose files are part of the key
-    quarto_version: str = "current"        # whose setup cell the kernel runs first
-    cell_timeout: float | None = None      # seconds a cell may run (None: no limit)
+    def wrap(owner, name, kind):
+        f = getattr(owner, name, None)
+        if f is None or getattr(f, "_deckbuild_seed", False):
+            return
+        @functools.wraps(f)
+        def seeding(*args, **kwargs):
+            watch.seeded.add(kind)
+            return f(*args, **kwargs)
+        seeding._deckbuild_seed = True
+        setattr(owner, name, seeding)
 
+    def watch_torch(torch):
+        watch.start.setdefault("torch", torch_state(torch))
+        wrap(torch, "manual_seed", "torch")
+        wrap(torch.random, "manual_seed", "torch")
 
-def _source_files(folder: Path):
-    """The files of a package folder that can change what its code does: every file (the
-    ``.py`` modules and package data such as a script a cell embeds), except bytecode,
-    hidden files and editors' backups."""
-    for path in sorted(folder.rglob("*")):
-        rel = path.relative_to(folder)
-        if (path.is_file() and "__pycache__" not in rel.parts and path.suffix != ".pyc"
-                and not any(p.startswith(".") for p in rel.parts) and not path.name.endswith("~")):
-            yield path, rel
+    class AfterImport:
+        # torch imported by a chapter: watched from the moment its import finishes
+        def find_spec(self, name, path=None, target=None):
+            if name != "torch":
+                return None
+            sys.meta_path.remove(self)
+            try:
+                import importlib.util
+                spec = importlib.util.find_spec(name)
+            finally:
+                sys.meta_path.insert(0, self)
+            if spec is None or spec.loader is None:
+                return spec
+            run = spec.loader.exec_module
+            def exec_module(module):
+                run(module)
+                watch_torch(module)
+            spec.loader.exec_module = exec_module
+            return spec
 
+    def check():
+        now = states()
+        if any(now[k] != watch.start.get(k) for k in now if k not in watch.seeded):
+            print("deckbuild:unseeded")
 
-def source_hash(folders) -> str:
-    """Hash of the source files under ``folders`` (the packages the cells import)."""
-    h = hashlib.sha256()
-    for folder in sorted(map(Path, folders)):
-        for path, rel in _source_files(folder):
-            h.update(f"{folder.name}/{rel}".encode() + b"\0" + path.read_bytes() + b"\0")
-    return h.hexdigest()
+    wrap(random, "seed", "random")
+    if numpy is not None:
+        wrap(numpy.random, "seed", "numpy")
+    if "torch" in sys.modules:
+        watch_torch(sys.modules["torch"])
+    else:
+        sys.meta_path.insert(0, AfterImport())
+    watch.start.update(states())
+    watch.check = check
+    sys.modules["_deckbuild_seed_watch"] = watch
 
-
-def _version(text: str) -> tuple[int, ...]:
-    return (10**6,) if text == "current" else tuple(int(x) for x in text.split("."))
-
-
-def setup_code(doc_opts: dict, quarto_version: str = "current") -> str:
-    """The matplotlib part of Quarto's Python setup cell, as the given Quarto version runs
-    it (src/resources/jupyter/lang/python/setup.py): pyplot's figure size and dpi from the
-    document's options, then the inline backend's formats with ``set_matplotlib_formats``.
-    Until 1.7.32 that function is imported from ``IPython.display`` only; IPython 9
-    removed it, the ImportError is swallowed, and a bare ``Figure`` then displays as
-    text. From 1.7.33 it comes from ``matplotlib_inline.backend_inline`` first.
-    Before 1.5.33 ``savefig.dpi`` is the document's dpi, later ``"figure"``. The cell ends
-    with ``%reset``, as Quarto's does, so cells cannot rely on its names."""
-    version = _version(quarto_version)
-    savefig_dpi = repr("figure") if version >= (1, 5, 33) else doc_opts["fig-dpi"]
-    formats_import = (
-        "  try:\n"
-        "    from matplotlib_inline.backend_inline import set_matplotlib_formats\n"
-        "  except ImportError:\n"
-        "    from IPython.display import set_matplotlib_formats\n"
-        if version >= (1, 7, 33) else
-        "  from IPython.display import set_matplotlib_formats\n")
-    return (
-        "try:\n"
-        "  import matplotlib.pyplot as plt\n"
-        f"  plt.rcParams['figure.figsize'] = ({doc_opts['fig-width']}, {doc_opts['fig-height']})\n"
-        f"  plt.rcParams['figure.dpi'] = {doc_opts['fig-dpi']}\n"
-        f"  plt.rcParams['savefig.dpi'] = {savefig_dpi}\n"
-        f"{formats_import}"
-        f"  set_matplotlib_formats({doc_opts['fig-format']!r})\n"
-        "except Exception:\n"
-        "  pass\n"
-        # like Quarto's, the set-up leaves no names behind for the cells to rely on
-        "%reset -f\n"
-    )
+_deckbuild_seed_watch()
+del _deckbuild_seed_watch
+'''
+SEED_CHECK = "__import__('_deckbuild_seed_watch').check()\n"
 
 
 def _pre_cell(eff: dict) -> str:
@@ -118,289 +124,177 @@ def _post_cell(eff: dict) -> str:
     return "" if eff["warning"] else "_deckbuild_wctx.__exit__(None, None, None)\n"
 
 
-def _error_of(outputs: list) -> dict | None:
-    return next((o for o in outputs if o.get("output_type") == "error"), None)
-
-
 def _cell_detail(cell: Cell) -> str:
     return (f"  slide: {cell.slide_title or '(untitled)'}\n"
             f"  cell source:\n" + "\n".join("    " + l for l in cell.code.splitlines()))
 
 
-def _raise_cell_error(cell: Cell, err: dict) -> None:
+def _cell_error(doc: Document, cell: Cell, err: dict) -> DeckError:
+    known = reads_another_chapter(doc, cell, err)
+    if known is not None:
+        known.detail = _cell_detail(cell)
+        return known
     tb = strip_ansi("\n".join(err.get("traceback", [])))
     detail = _cell_detail(cell) + "\n  traceback:\n" + "\n".join("    " + l for l in tb.splitlines())
-    raise DeckError(f"cell {cell.index + 1} raised {err.get('ename')}: {err.get('evalue')}",
-                    cell.file, cell.line, detail)
+    return DeckError(f"cell {cell.index + 1} raised {err.get('ename')}: {err.get('evalue')}",
+                     cell.file, cell.line, detail)
 
 
-def _raise_timeout(cell: Cell, seconds: float) -> None:
-    raise DeckError(f"cell {cell.index + 1} did not finish within {seconds:g} s and was "
-                    "stopped; make it faster, or raise the limit with `deckbuild: "
-                    "cell-timeout: <seconds>` in _quarto.yml (false: no limit) or "
-                    "--cell-timeout", cell.file, cell.line, _cell_detail(cell)) from None
+def _timeout_error(cell: Cell, seconds: float | None) -> DeckError:
+    return DeckError(f"cell {cell.index + 1} did not finish within {seconds:g} s and was "
+                     "stopped; make it faster, or raise the limit with `deckbuild: "
+                     "cell-timeout: <seconds>` in _quarto.yml (false: no limit) or "
+                     "--cell-timeout", cell.file, cell.line, _cell_detail(cell))
 
 
-def _kill_group(pid: int | None) -> None:
-    if not pid:
-        return
-    for sig in (signal.SIGKILL,):
-        try:
-            os.killpg(pid, sig)
-        except (ProcessLookupError, PermissionError):
-            try:
-                os.kill(pid, sig)
-            except ProcessLookupError:
-                pass
-
-
-def kernel_env(settings: KernelSettings) -> dict:
-    """The kernel's environment: the project's python-path first on PYTHONPATH, and the
-    inline matplotlib backend forced as Quarto forces it (src/execute/jupyter/jupyter-kernel.ts)."""
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(
-        filter(None, [*map(str, settings.python_path), env.get("PYTHONPATH")]))
-    env["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"
-    env.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
-    return env
+def _unseeded_error(unit: Unit, cell: Cell) -> DeckError:
+    return DeckError(
+        f"{unit.name} draws random numbers before seeding them (cell {cell.index + 1}): under "
+        "Quarto, which runs the whole document in one kernel, they would depend on the "
+        "chapters before it. Seed them at the top of the chapter (random.seed, numpy.random.seed or torch.manual_seed)",
+        cell.file, cell.line, _cell_detail(cell))
 
 
 @dataclass
 class Run:
-    """One kernel's work: which cells to run and why, what the cache already holds."""
+    """One build's execution: the document, what runs, and how progress is reported."""
 
     doc: Document
-    effs: list
-    plan: partial.Plan
-    hits: list            # cache entries (None: not cached, or not to be used)
-    graph: object
-    rng_dir: Path
+    effs: list[dict]
+    settings: KernelSettings
+    setup_code: str
     progress: Callable
+    running: dict = field(default_factory=dict)   # unit name -> (cell, start time)
+
+    def evaluated(self, cell: Cell) -> bool:
+        return self.effs[cell.index].get("eval") is not False
 
 
-async def _hidden(client, code: str) -> list:
-    """Run deckbuild's own code in the kernel (not a document cell); return its outputs."""
-    import nbformat
-
-    nbcell = nbformat.v4.new_code_cell(code)
-    await client.async_execute_cell(nbcell, 0)
-    return [dict(o) for o in nbcell.outputs]
-
-
-async def _run_cell(client, run: Run, i: int, restore: str | None) -> dict:
-    """Run cell ``i`` (its option set-up and RNG bookkeeping around it): its outputs, and
-    the RNG state it started from and left."""
-    import nbformat
-    from nbclient.exceptions import CellTimeoutError
-
-    cell, eff = run.doc.cells[i], run.effs[i]
+async def _run_cell(kernel: Kernel, run: Run, unit: Unit, cell: Cell, watch: bool,
+                    report: bool = True) -> list:
+    eff = run.effs[cell.index]
     t = time.perf_counter()
-    why = "" if run.plan.full else f" ({run.plan.run[i]})"
-    run.progress(f"  cell {i + 1}/{len(run.effs)} {cell.file.name}:{cell.line} "
-                 f"[{cell.slide_title[:40]}]{why} ...", end="")
-    nbcell = nbformat.v4.new_code_cell(cell.code)
+    run.running[unit.name] = (cell, t)
     try:
-        if not run.plan.full and run.graph.imports[i]:
-            await _hidden(client, "\n".join(run.graph.imports[i]))
-        rng_in = partial.captured_hash(await _hidden(
-            client, partial.capture_code(run.rng_dir, restore) + _pre_cell(eff)))
-        await client.async_execute_cell(nbcell, 0)
-        rng_out = partial.captured_hash(await _hidden(
-            client, _post_cell(eff) + partial.capture_code(run.rng_dir)))
-    except CellTimeoutError:
-        run.progress(" timed out")
-        _raise_timeout(cell, client.timeout)
-    outputs = json.loads(json.dumps([dict(o) for o in nbcell.outputs], default=str))
-    run.progress(f" {time.perf_counter() - t:.2f}s")
-    err = _error_of(outputs)
+        if _pre_cell(eff):
+            await kernel.run(_pre_cell(eff))
+        outputs = await kernel.run(cell.code)
+        after = await kernel.run(_post_cell(eff) + (SEED_CHECK if watch else ""))
+    except CellTimeout:
+        run.progress(f"  cell {cell.index + 1} {cell.file.name}:{cell.line} timed out")
+        raise _timeout_error(cell, run.settings.cell_timeout) from None
+    finally:
+        run.running.pop(unit.name, None)
+    if report:
+        run.progress(f"  cell {cell.index + 1}/{len(run.effs)} {cell.file.name}:{cell.line} "
+                     f"[{cell.slide_title[:40]}] {time.perf_counter() - t:.2f}s")
+    err = next((o for o in outputs if o.get("output_type") == "error"), None)
     if err and not eff.get("error"):
-        _raise_cell_error(cell, err)
-    return {"outputs": outputs, "rng_in": rng_in, "rng_out": rng_out}
+        raise _cell_error(run.doc, cell, err)
+    if any("deckbuild:unseeded" in "".join(o.get("text", "")) for o in after):
+        raise _unseeded_error(unit, cell)
+    return outputs
 
 
-async def _run_plan(client, run: Run) -> dict:
-    """The planned cells in document order, each from the RNG state a full ordered run
-    gives it; raises ``partial.Diverged`` / ``partial.Mismatch`` when that cannot hold."""
-    state, live, results = None, False, {}    # live: the kernel is in ``state`` already
-    for i in range(len(run.effs)):
-        hit = run.hits[i]
-        if run.effs[i].get("eval") is False:
-            continue
-        if i not in run.plan.run:
-            state, live = partial.follow(state, hit, i), False
-            continue
-        if hit is not None and state is not None and state != hit.get("rng_in") \
-                and hit.get("rng_in") != hit.get("rng_out"):
-            raise partial.Diverged(i)
-        restore = None if live else (state or (hit or {}).get("rng_in"))
-        if restore and not (run.rng_dir / f"{restore}.z").exists():
-            raise partial.Mismatch(i)
-        entry = await _run_cell(client, run, i, restore)
-        if hit is not None and partial.comparable(entry["outputs"]) != partial.comparable(
-                hit["outputs"]):
-            raise partial.Mismatch(i)
-        results[i] = entry
-        state, live = entry["rng_out"], True
-    return results
-
-
-async def _run_setup(client, code: str, doc: Document) -> None:
-    """Quarto's setup cell, run before the document's cells (under the same time limit)."""
-    import nbformat
-    from nbclient.exceptions import CellTimeoutError
-
+async def _start(kernel: Kernel, run: Run) -> None:
+    """Quarto's setup cell, under the same time limit as the cells."""
     try:
-        await client.async_execute_cell(nbformat.v4.new_code_cell(code), 0)
-    except CellTimeoutError:
+        await kernel.run(run.setup_code)
+    except CellTimeout:
         raise DeckError(f"the kernel's setup cell (matplotlib set-up) did not finish within "
-                        f"{client.timeout} s; raise `deckbuild: cell-timeout` in _quarto.yml "
-                        "or --cell-timeout", doc.path) from None
+                        f"{run.settings.cell_timeout} s; raise `deckbuild: cell-timeout` in "
+                        "_quarto.yml or --cell-timeout", run.doc.path) from None
 
 
-async def _shutdown(client, km, pid, sock_dir: Path) -> None:
-    try:
-        if client.kc is not None:
-            client.kc.stop_channels()
-        if km.has_kernel:
-            await asyncio.wait_for(km.shutdown_kernel(now=True), 5)
-    except BaseException:  # noqa: BLE001 - shutting down must not mask the real error
-        pass
-    finally:
-        _kill_group(pid)
-        _KERNEL_PIDS.discard(pid)
-        shutil.rmtree(sock_dir, ignore_errors=True)
+async def _run_unit(run: Run, unit: Unit, slots: asyncio.Semaphore) -> list[list]:
+    """Outputs of each of the unit's cells, run in a fresh kernel after the set-up. A
+    chapter's kernel runs the document's setup cells first (their outputs are the
+    document's own); from the first cell that is not set-up on, random draws must be
+    seeded."""
+    async with slots:
+        t0 = time.perf_counter()
+        async with Kernel(run.settings, run.doc.path.parent) as kernel:
+            await _start(kernel, run)
+            run.progress(f"  {unit.name}: kernel ready (pid {kernel.pid}) "
+                         f"{time.perf_counter() - t0:.2f}s")
+            if unit.chapter is not None:
+                for cell in filter(run.evaluated, setup_cells(run.doc)):
+                    await _run_cell(kernel, run, unit, cell, watch=False, report=False)
+            watching, outputs = False, []
+            for cell in unit.cells:
+                if not watching and not cell.setup:
+                    await kernel.run(SEED_WATCH)
+                    watching = True
+                outputs.append(await _run_cell(kernel, run, unit, cell, watching)
+                               if run.evaluated(cell) else [])
+        run.progress(f"  {unit.name}: {len(unit.cells)} cells, {time.perf_counter() - t0:.1f}s")
+        return outputs
 
 
-async def _run_kernel(run: Run, doc_opts: dict, settings: KernelSettings) -> dict:
-    import nbformat
-    from jupyter_client.manager import AsyncKernelManager
-    from nbclient import NotebookClient
-
-    doc = run.doc
-    km = AsyncKernelManager(kernel_name="python3", transport="ipc")
-    # ipc sockets are files: give them an absolute home (the kernel runs in the doc's dir)
-    sock_dir = Path(tempfile.mkdtemp(prefix="deckbuild-kernel-"))
-    km.ip = str(sock_dir / "kernel")
-    nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_code_cell("")]   # nbclient writes each executed cell here
-    timeout = math.ceil(settings.cell_timeout) if settings.cell_timeout else None
-    client = NotebookClient(nb, km=km, allow_errors=True, timeout=timeout,
-                            resources={"metadata": {"path": str(doc.path.parent)}},
-                            log=_QUIET_LOG)   # a timeout is reported by _raise_timeout
-    pid = None
-    t0 = time.perf_counter()
-    global _RUNNING
-    _RUNNING = asyncio.current_task()
-    try:
-        await km.start_kernel(cwd=str(doc.path.parent), env=kernel_env(settings))
-        pid = getattr(km.provisioner, "pid", None)
-        _KERNEL_PIDS.add(pid)
-        await client.async_start_new_kernel_client()
-        await _run_setup(client, setup_code(doc_opts, settings.quarto_version), doc)
-        await _hidden(client, partial.install_code())
-        run.progress(f"  kernel ready (pid {pid}) {time.perf_counter() - t0:.2f}s")
-        return await _run_plan(client, run)
-    finally:
-        await _shutdown(client, km, pid, sock_dir)
-        _RUNNING = None
-
-
-_KERNEL_PIDS: set = set()
-_INTERRUPTED = False
-_RUNNING: asyncio.Task | None = None   # the task running the cells, while it runs
-
-
-def interrupt_handler(signum, frame):
-    """SIGINT/SIGTERM: kill our kernels at once, then unwind with KeyboardInterrupt.
-
-    While cells run, the exception is not raised inside asyncio's event loop (asyncio would
-    print the half-finished task's traceback on its way out): the task running the cells
-    is cancelled instead, and ``execute`` turns its end into KeyboardInterrupt."""
-    global _INTERRUPTED
-    _INTERRUPTED = True
-    kill_kernels()
-    task = _RUNNING
-    if task is not None and not task.done():
-        task.get_loop().call_soon_threadsafe(task.cancel)
-        return
-    raise KeyboardInterrupt
-
-
-def kill_kernels() -> None:
-    """Kill every kernel this process started (used on Ctrl-C / SIGTERM)."""
-    for pid in list(_KERNEL_PIDS):
-        _kill_group(pid)
-
-
-def _run(run: Run, doc_opts: dict, settings: KernelSettings) -> dict:
-    try:
-        results = asyncio.run(_run_kernel(run, doc_opts, settings))
-        if _INTERRUPTED:   # the interrupt came while the kernel was shutting down
-            raise KeyboardInterrupt
-    except BaseException:
-        if _INTERRUPTED:   # whatever nbclient made of the interrupt, it was one
-            raise KeyboardInterrupt from None
-        raise
-    finally:
-        kill_kernels()
-    return results
-
-
-def _execute_plan(run: Run, doc_opts: dict, settings: KernelSettings) -> dict:
-    """Run the plan; on a random-state divergence run every later cell too, and when a
-    re-run cell does not reproduce its outputs, run the whole document in order."""
-    evaluated = [eff.get("eval") is not False for eff in run.effs]
+async def _heartbeat(run: Run) -> None:
+    """A line every HEARTBEAT seconds for each cell that has run that long."""
     while True:
-        if not run.plan.full:
-            run.progress(run.plan.describe(len(run.effs)))
-        try:
-            return _run(run, doc_opts, settings)
-        except partial.Diverged as exc:
-            run.progress(f"\n  cell {exc.index + 1} now starts from another random state and "
-                         "draws random numbers: running it and every later cell in order")
-            forced = {j: f"random state changed before cell {exc.index + 1}"
-                      for j in range(exc.index, len(run.effs)) if evaluated[j]}
-            forced.update(run.plan.run)
-            run.hits[exc.index:] = [None] * (len(run.effs) - exc.index)
-            run.plan = partial.make_plan(run.graph, run.hits, evaluated, forced)
-        except partial.Mismatch as exc:
-            cell = run.doc.cells[exc.index]
-            run.progress(f"\n  WARNING cell {exc.index + 1} ({cell.file.name}:{cell.line}) gave "
-                         "other outputs when re-run for state than its cached ones: the "
-                         "dependency analysis missed something; running every cell in order")
-            run.hits = [None] * len(run.effs)
-            run.plan = partial.make_plan(run.graph, run.hits, evaluated)
+        await asyncio.sleep(HEARTBEAT)
+        now = time.perf_counter()
+        for cell, t in list(run.running.values()):
+            if now - t >= HEARTBEAT:
+                run.progress(f"  ... still running: cell {cell.index + 1} {cell.file.name}:"
+                             f"{cell.line} [{cell.slide_title[:40]}] {now - t:.0f}s")
 
 
-def execute(doc: Document, doc_opts: dict, cache_dir: Path, use_cache: bool,
+async def _run_units(run: Run, units: list[Unit], cache: UnitCache) -> dict:
+    """Run ``units`` in parallel; each one's outputs are cached as soon as it finishes. The
+    first error cancels the others (their kernels are shut down) and is raised."""
+    slots = asyncio.Semaphore(max(1, run.settings.jobs or os.cpu_count() or 1))
+    beat = asyncio.create_task(_heartbeat(run))
+
+    async def one(unit):
+        outputs = await _run_unit(run, unit, slots)
+        cache.put(unit, outputs)
+        return unit.name, outputs
+
+    tasks = [asyncio.create_task(one(u)) for u in units]
+    try:
+        return dict(await asyncio.gather(*tasks))
+    finally:
+        for task in [*tasks, beat]:
+            task.cancel()
+        await asyncio.gather(*tasks, beat, return_exceptions=True)
+
+
+def execute(doc: Document, doc_opts: dict, cache_dir, use_cache: bool,
             progress: Callable[[str], None],
             settings: KernelSettings = KernelSettings()) -> tuple[list[list], dict]:
     """Outputs for each cell (in order), and statistics for the progress report
-    (``ran``: the indices of the cells that ran)."""
+    (``ran``: the indices of the cells that ran; ``units``/``units_run``: chapters)."""
     cells = doc.cells
     if not cells:
-        return [], {"cells": 0, "cached": 0, "ran": []}
+        return [], {"cells": 0, "cached": 0, "ran": [], "units": 0, "units_run": 0}
+    setup_rebinds(doc)
     effs = [effective_cell_options(c, doc_opts) for c in cells]
-    graph = partial.graph_of(doc, effs)
-    keys = cell_keys(doc, doc_opts, source_hash(settings.cache_sources) + settings.quarto_version,
-                     graph)
-    cache = Cache(cache_dir)
-    hits = [cache.get(k) for k in keys] if use_cache else [None] * len(cells)
-    evaluated = [eff.get("eval") is not False for eff in effs]
-    plan = partial.make_plan(graph, hits, evaluated)
-    if not plan.run:
-        return ([h["outputs"] if h else [] for h in hits],
-                {"cells": len(cells), "cached": len(cells), "ran": []})
-    run = Run(doc, effs, plan, hits, graph, cache.rng_dir, progress)
-    results = _execute_plan(run, doc_opts, settings)
-    for i, entry in results.items():
-        hit = run.hits[i]
-        # a cell run again keeps its outputs but may leave another random state than the
-        # one recorded (a cache of its own answered this time): record what it did now
-        if hit is None or (hit.get("rng_in"), hit.get("rng_out")) != (entry["rng_in"],
-                                                                       entry["rng_out"]):
-            cache.put(keys[i], entry)
-    outputs = [results[i]["outputs"] if i in results else
-               (run.hits[i]["outputs"] if run.hits[i] else []) for i in range(len(cells))]
-    return outputs, {"cells": len(cells), "cached": len(cells) - len(results),
-                     "ran": sorted(results)}
+    code = setup_code(doc_opts, settings.quarto_version)
+    context = {"setup": code, "sources": source_hash(settings.cache_sources),
+               "quarto": settings.quarto_version, "document": doc.path.name,
+               "python_path": [str(p) for p in settings.python_path]}
+    units = units_of(doc)
+    setup = setup_cells(doc)
+    for unit in units:
+        unit.key = unit_key(unit, setup, effs, context)
+    cache = UnitCache(cache_dir, progress)
+    found = {u.name: cache.get(u) if use_cache else None for u in units}
+    stale = [u for u in units if found[u.name] is None
+             and any(effs[c.index].get("eval") is not False for c in u.cells)]
+    if stale:
+        run = Run(doc, effs, settings, code, progress)
+        progress(f"  running {len(stale)} of {len(units)} "
+                 f"{'chapters' if len(units) > 1 else 'units'}: "
+                 + ", ".join(u.name for u in stale))
+        found.update(run_kernels(_run_units(run, stale, cache)))
+    by_cell = {}
+    for unit in units:
+        for cell, outs in zip(unit.cells, found[unit.name] or [[] for _ in unit.cells]):
+            by_cell[cell.index] = outs
+    ran = sorted(c.index for u in stale for c in u.cells)
+    return ([by_cell[c.index] for c in cells],
+            {"cells": len(cells), "cached": len(cells) - len(ran), "ran": ran,
+             "units": len(units), "units_run": len(stale)})

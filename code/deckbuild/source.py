@@ -35,6 +35,7 @@ class Line:
     text: str
     file: Path
     lineno: int
+    chapter: Path | None = None   # the file the document included it through (None: its own)
 
 
 @dataclass
@@ -54,6 +55,8 @@ class Cell:
     line: int           # line of the opening fence
     slide_title: str    # title of the slide the cell sits on
     fence: str = "```"
+    chapter: Path | None = None   # the included file it belongs to (None: the document's own)
+    setup: bool = False           # the document's own, before its first include (see execute)
 
     def where(self) -> str:
         return f"{self.file}:{self.line}"
@@ -85,8 +88,10 @@ def split_front_matter(text: str, path: Path) -> tuple[Source, list[str], int]:
 
 
 def expand_includes(lines: list[str], path: Path, first: int, root: Path,
-                    stack: tuple[Path, ...] = ()) -> list[Line]:
-    """Expand ``{{< include >}}`` recursively; each output line remembers its origin."""
+                    stack: tuple[Path, ...] = (), chapter: Path | None = None) -> list[Line]:
+    """Expand ``{{< include >}}`` recursively; each output line remembers its origin, and
+    the chapter it belongs to: the file the document itself included (nested includes
+    belong to their chapter)."""
     out: list[Line] = []
     fence: str | None = None
     for offset, text in enumerate(lines):
@@ -105,10 +110,10 @@ def expand_includes(lines: list[str], path: Path, first: int, root: Path,
             inc_text = read_source(target)
             front, body, body_first = split_front_matter(inc_text, target)
             out.extend(expand_includes(body, target, body_first, root,
-                                       stack + (path.resolve(),)))
+                                       stack + (path.resolve(),), chapter or target))
             continue
         fence, _ = track_code_fence(fence, text)
-        out.append(Line(text, path, lineno))
+        out.append(Line(text, path, lineno, chapter))
     return out
 
 
@@ -223,7 +228,7 @@ def _cell(lines: list[Line], i: int, j: int, index: int, title: str, marker: str
     return Cell(index=index, code="\n".join(l.text for l in code_lines).strip("\n"),
                 options=parse_cell_options(opt_lines, opening.file, opening.lineno, warnings),
                 option_lines=[l.text for l in opt_lines], file=opening.file,
-                line=opening.lineno, slide_title=title, fence=marker)
+                line=opening.lineno, slide_title=title, fence=marker, chapter=opening.chapter)
 
 
 def _markdown_line(line: Line, warnings: list[DeckWarning]) -> Line:
@@ -237,7 +242,8 @@ def _markdown_line(line: Line, warnings: list[DeckWarning]) -> Line:
                 else "is not a Quarto shortcode (Quarto warns and prints ?" + name + ")")
         warnings.append(DeckWarning(f"shortcode '{name}' {what}; the text is left as written",
                                     line.file, line.lineno))
-    return Line(ESCAPED_SHORTCODE_RE.sub(r"{{<\1>}}", line.text), line.file, line.lineno)
+    return Line(ESCAPED_SHORTCODE_RE.sub(r"{{<\1>}}", line.text), line.file, line.lineno,
+                line.chapter)
 
 
 def parse(path: Path, root: Path, slide_level: int = 2) -> Document:
@@ -247,6 +253,7 @@ def parse(path: Path, root: Path, slide_level: int = 2) -> Document:
         raise DeckError("document not found", path)
     front, body, body_first = split_front_matter(read_source(path), path)
     lines = expand_includes(body, path, body_first, root)
+    first_include = next((k for k, line in enumerate(lines) if line.chapter), len(lines))
     doc = Document(path, front)
     chunk: list[Line] = []
     title = str(front.data.get("title") or "")
@@ -268,7 +275,9 @@ def parse(path: Path, root: Path, slide_level: int = 2) -> Document:
             if chunk:
                 doc.blocks.append(Markdown(chunk))
                 chunk = []
-            doc.blocks.append(_cell(lines, i, j, len(doc.cells), title, marker, doc.warnings))
+            cell = _cell(lines, i, j, len(doc.cells), title, marker, doc.warnings)
+            cell.setup = i < first_include
+            doc.blocks.append(cell)
         else:
             chunk.extend(lines[i:j + 1])
         i = j + 1

@@ -3,40 +3,49 @@
 from pathlib import Path
 
 from deckbuild.build import BuildSettings, build_document
-from deckbuild.execute import cell_keys, source_hash
+from deckbuild.cells import effective_cell_options
 from deckbuild.options import REVEALJS_DEFAULTS, load_project
 from deckbuild.source import parse
+from deckbuild.units import setup_cells, source_hash, unit_key, units_of
 
 
-def keys_for(tmp_path: Path, cells: list[str], pkg: str = "p") -> list[str]:
+def keys_for(tmp_path: Path, chapters: list[str], setup: str = "x = 1",
+             context: str = "p") -> list[str]:
+    """The unit keys of a document with one setup cell and one chapter per text."""
+    includes = []
+    for i, code in enumerate(chapters):
+        (tmp_path / f"c{i}.qmd").write_text(f"## C{i}\n\n```{{python}}\n{code}\n```\n")
+        includes.append(f"{{{{< include c{i}.qmd >}}}}")
     path = tmp_path / "d.qmd"
-    path.write_text("## S\n\n" + "\n\n".join(f"```{{python}}\n{c}\n```" for c in cells) + "\n")
-    return cell_keys(parse(path, tmp_path), dict(REVEALJS_DEFAULTS), pkg)
+    path.write_text(f"```{{python}}\n{setup}\n```\n\n" + "\n\n".join(includes) + "\n")
+    doc = parse(path, tmp_path)
+    effs = [effective_cell_options(c, dict(REVEALJS_DEFAULTS)) for c in doc.cells]
+    return [unit_key(u, setup_cells(doc), effs, {"sources": context}) for u in units_of(doc)]
 
 
-def test_changing_a_cell_changes_its_key_and_its_dependents_keys_only(tmp_path):
-    a = keys_for(tmp_path, ["x = 1", "y = 2", "z = 3", "print(y)"])
-    b = keys_for(tmp_path, ["x = 1", "y = 20", "z = 3", "print(y)"])
-    assert a[0] == b[0] and a[1] != b[1] and a[2] == b[2] and a[3] != b[3]
+def test_changing_a_chapter_changes_its_key_only(tmp_path):
+    a = keys_for(tmp_path, ["y = 2", "z = 3", "print(y)"])
+    b = keys_for(tmp_path, ["y = 20", "z = 3", "print(y)"])
+    assert a[0] == b[0] and a[1] != b[1] and a[2:] == b[2:]
 
 
-def test_a_barrier_cell_rekeys_every_later_cell(tmp_path):
-    a = keys_for(tmp_path, ["import torch\ntorch.set_num_threads(1)", "z = 3"])
-    b = keys_for(tmp_path, ["import torch\ntorch.set_num_threads(2)", "z = 3"])
-    assert a[1] != b[1]
+def test_the_setup_cells_are_part_of_every_chapters_key(tmp_path):
+    a = keys_for(tmp_path, ["y = 2", "z = 3"])
+    b = keys_for(tmp_path, ["y = 2", "z = 3"], setup="x = 2")
+    assert all(x != y for x, y in zip(a, b))
 
 
-def test_the_import_statement_behind_a_module_name_is_part_of_the_key(tmp_path):
-    a = keys_for(tmp_path, ["import numpy as np", "print(np.pi)"])
-    b = keys_for(tmp_path, ["import math as np", "print(np.pi)"])
-    assert a[1] != b[1]
+def test_a_chapters_key_does_not_depend_on_its_place(tmp_path):
+    a = keys_for(tmp_path, ["y = 2", "z = 3"])
+    b = keys_for(tmp_path, ["z = 3", "y = 2"])
+    assert a[1:] == b[1:][::-1]
 
 
 def test_options_and_package_source_are_part_of_the_key(tmp_path):
-    a = keys_for(tmp_path, ["x = 1"])
-    assert keys_for(tmp_path, ["#| echo: true\nx = 1"]) != a
-    assert keys_for(tmp_path, ["x = 1"], pkg="other") != a
-    assert keys_for(tmp_path, ["x = 1"]) == a
+    a = keys_for(tmp_path, ["y = 1"])
+    assert keys_for(tmp_path, ["#| echo: true\ny = 1"])[1] != a[1]
+    assert keys_for(tmp_path, ["y = 1"], context="other")[1] != a[1]
+    assert keys_for(tmp_path, ["y = 1"]) == a
 
 
 def test_source_hash_covers_the_source_and_data_files_of_the_cache_sources(deck):

@@ -1,0 +1,151 @@
+"""The chapter as the unit of execution and caching (code/deckbuild/execute.py, units.py).
+
+The test deck ``decks/chapters`` has three chapters built on nine patterns that a static
+reading of Python cells gets wrong (an alias, a class attribute read through an instance,
+a function that mutates a global, ``global``, module state mutated by a method, a file
+written by one cell and read by another, a generator reading a global that changes later,
+a ``with`` block binding names, random draws). The differential test edits every chapter,
+builds incrementally, and compares the HTML byte for byte with a ``--no-cache`` build of
+the same sources; then undoes the edit and compares again (one edit per pattern).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from deckbuild.build import BuildSettings, build_document
+from deckbuild.errors import DeckError
+
+# (chapter file, text in it, the edit): one edit per pattern, each changes what it prints
+EDITS = [
+    ("01-names.qmd", "a.append(3)", "a.append(30)"),                 # an alias
+    ("01-names.qmd", "Counter.step = 2", "Counter.step = 5"),        # a class attribute
+    ("01-names.qmd", "nullcontext(3)", "nullcontext(4)"),            # a `with` block
+    ("02-functions.qmd", "remember(5)", "remember(6)"),              # a mutating function
+    ("02-functions.qmd", "add(7)", "add(8)"),                        # `global`
+    ("02-functions.qmd", "scale = 10", "scale = 100"),               # a generator
+    ("03-outside.qmd", '"green"', '"red"'),                          # module state
+    ("03-outside.qmd", '"41"', '"50"'),                              # a file
+    # one more draw before x: every later number of the chapter changes; undone, they return
+    ("03-outside.qmd", "x = random.random()", "_ = random.random()\nx = random.random()"),
+]
+
+
+def build(root: Path, lines, use_cache: bool = True) -> str:
+    lines.clear()
+    result = build_document(root / "deck.qmd", BuildSettings(html_only=True, use_cache=use_cache),
+                            lines)
+    return result.html.read_bytes().decode()
+
+
+def edit(root: Path, chapter: str, old: str, new: str) -> None:
+    path = root / "chapters" / chapter
+    text = path.read_text()
+    assert text.count(old) == 1, (chapter, old)
+    path.write_text(text.replace(old, new))
+
+
+def chapters_run(lines) -> list[str]:
+    """The chapters a build ran, from its progress line."""
+    line = next((l for l in lines if "running " in l and " chapters: " in l), None)
+    return [] if line is None else line.split(" chapters: ", 1)[1].split(", ")
+
+
+def test_incremental_builds_equal_full_builds_for_every_edit_and_its_undo(deck, lines):
+    root = deck("chapters")
+    full = build(root, lines, use_cache=False)
+    assert "alias [1, 2, 3]" in full and "module state green" in full
+    assert build(root, lines) == full and chapters_run(lines) == []     # all cached
+    for chapter, old, new in EDITS:
+        edit(root, chapter, old, new)
+        incremental = build(root, lines)
+        assert chapters_run(lines) == [chapter]
+        assert incremental != full, f"editing {chapter} changed nothing it prints"
+        assert incremental == build(root, lines, use_cache=False), f"{chapter}: stale output"
+        edit(root, chapter, new, old)
+        assert build(root, lines) == full, f"{chapter}: undoing the edit left stale output"
+        assert chapters_run(lines) == []                                   # the old entry
+
+
+def test_reordering_chapters_runs_nothing(deck, lines):
+    root = deck("chapters")
+    before = build(root, lines)
+    doc = root / "deck.qmd"
+    text = doc.read_text()
+    first, last = "{{< include chapters/01-names.qmd >}}", "{{< include chapters/03-outside.qmd >}}"
+    doc.write_text(text.replace(first, "@@").replace(last, first).replace("@@", last))
+    after = build(root, lines)
+    assert chapters_run(lines) == [] and any("all cached" in l for l in lines)
+    assert after.index("random 0.") < after.index("alias [") and after != before
+
+
+def test_an_edit_to_the_setup_cells_runs_every_chapter(deck, lines):
+    root = deck("chapters")
+    build(root, lines)
+    doc = root / "deck.qmd"
+    doc.write_text(doc.read_text().replace("import statepkg", "import statepkg\nimport math"))
+    build(root, lines)
+    assert len(chapters_run(lines)) == 4          # the document's own unit and three chapters
+
+
+def test_a_chapter_cannot_see_another_chapters_names_and_the_error_names_both(deck, lines):
+    root = deck("chapters")
+    path = root / "chapters" / "01-names.qmd"
+    fence = len(path.read_text().splitlines()) + 2          # the new cell's opening fence
+    path.write_text(path.read_text() + "\n```{python}\nprint(seen)\n```\n")
+    with pytest.raises(DeckError) as info:
+        build(root, lines)
+    err = info.value
+    assert err.file.endswith("01-names.qmd") and err.line == fence
+    assert "reads `seen`, which only 02-functions.qmd:4 defines" in err.message
+
+
+def test_a_chapter_that_draws_before_seeding_is_an_error(deck, lines):
+    root = deck("chapters")
+    edit(root, "03-outside.qmd", "random.seed(0)\n", "")
+    with pytest.raises(DeckError, match=r"03-outside.qmd draws random numbers before seeding them"):
+        build(root, lines)
+
+
+def test_a_chapter_that_seeds_after_importing_torch_itself_is_accepted(deck, lines):
+    pytest.importorskip("torch")
+    root = deck("chapters")
+    edit(root, "03-outside.qmd", "random.seed(0)\n", "random.seed(0)\nimport torch\n"
+         "torch.manual_seed(1)\nt = torch.rand(2)\n")
+    assert "random 0." in build(root, lines)
+    edit(root, "03-outside.qmd", "torch.manual_seed(1)\n", "")
+    with pytest.raises(DeckError, match="draws random numbers before seeding them"):
+        build(root, lines)
+
+
+def test_a_chapter_that_rebinds_a_setup_name_is_an_error(deck, lines):
+    root = deck("chapters")
+    path = root / "chapters" / "02-functions.qmd"
+    path.write_text(path.read_text() + "\n```{python}\nrandom = 3\n```\n")
+    with pytest.raises(DeckError, match=r"rebinds `random`, which the setup cell at deck.qmd:7"):
+        build(root, lines)
+
+
+@pytest.mark.parametrize("damage", ["truncated", "wrong shape", "other key"])
+def test_a_damaged_cache_entry_is_reported_and_its_chapter_run_again(deck, lines, damage):
+    root = deck("chapters")
+    full = build(root, lines)
+    entries = sorted((root / ".cache" / "deckbuild" / "cells").rglob("*.json"))
+    entry = next(p for p in entries if json.loads(p.read_text())["unit"] == "03-outside.qmd")
+    text = entry.read_text()
+    data = json.loads(text)
+    if damage == "truncated":
+        entry.write_text(text[: len(text) // 2])
+    elif damage == "wrong shape":
+        data["cells"] = [{"outputs": "not a list"}]
+        entry.write_text(json.dumps(data))
+    else:
+        data["key"] = "0" * 64
+        entry.write_text(json.dumps(data))
+    assert build(root, lines) == full
+    assert chapters_run(lines) == ["03-outside.qmd"]
+    assert any("WARNING cache entry" in l and entry.name in l and "03-outside.qmd" in l
+               for l in lines)
