@@ -46,7 +46,7 @@ def source_padding():
 
 @pytest.mark.parametrize("norm_first", [False, True])
 def test_encoder_layer_matches_nn_transformer_encoder_layer(norm_first):
-    ours = randomise_norms(randomise_biases(tl.EncoderLayer(D, H, F, norm_first=norm_first))).eval()
+    ours = randomise_norms(randomise_biases(tl.EncoderLayer.build(D, H, F, norm_first=norm_first))).eval()
     ref = nn.TransformerEncoderLayer(D, H, F, dropout=0.1, batch_first=True, norm_first=norm_first).eval()
     copy_encoder_layer(ours, ref)
     x, keep = torch.randn(B, S, D), source_padding()
@@ -56,7 +56,7 @@ def test_encoder_layer_matches_nn_transformer_encoder_layer(norm_first):
 
 @pytest.mark.parametrize("norm_first", [False, True])
 def test_decoder_layer_matches_nn_transformer_decoder_layer(norm_first):
-    ours = randomise_norms(randomise_biases(tl.DecoderLayer(D, H, F, norm_first=norm_first))).eval()
+    ours = randomise_norms(randomise_biases(tl.DecoderLayer.build(D, H, F, norm_first=norm_first))).eval()
     ref = nn.TransformerDecoderLayer(D, H, F, dropout=0.1, batch_first=True, norm_first=norm_first).eval()
     copy_decoder_layer(ours, ref)
     x, memory, keep = torch.randn(B, T, D), torch.randn(B, S, D), source_padding()
@@ -87,13 +87,13 @@ def test_the_residual_connection_carries_the_input_past_silent_sublayers():
             x = nn.functional.layer_norm(x, (D,))
         return x
 
-    layer = silence_sublayers(tl.EncoderLayer(D, H, F)).eval()
+    layer = silence_sublayers(tl.EncoderLayer.build(D, H, F)).eval()
     x = torch.randn(B, S, D)
     torch.testing.assert_close(layer(x), ln(x, 2))  # two sub-layers, two LayerNorms
-    decoder_layer = silence_sublayers(tl.DecoderLayer(D, H, F)).eval()
+    decoder_layer = silence_sublayers(tl.DecoderLayer.build(D, H, F)).eval()
     y = torch.randn(B, T, D)
     torch.testing.assert_close(decoder_layer(y, x), ln(y, 3))
-    pre_ln = silence_sublayers(tl.EncoderLayer(D, H, F, norm_first=True)).eval()
+    pre_ln = silence_sublayers(tl.EncoderLayer.build(D, H, F, norm_first=True)).eval()
     torch.testing.assert_close(pre_ln(x), x)
 
 
@@ -118,4 +118,4 @@ def test_stacks_record_the_weights_of_every_layer():
 
 def test_layers_in_a_stack_have_their_own_parameters():
     encoder = tl.Encoder(2, D, H, F)
-    assert tl.count_parameters(encoder) == 2 * tl.count_parameters(tl.EncoderLayer(D, H, F))
+    assert tl.count_parameters(encoder) == 2 * tl.count_parameters(tl.EncoderLayer.build(D, H, F))

@@ -17,11 +17,10 @@ from dataclasses import dataclass
 from typing import Callable
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
 
 from . import checks
-from .attention import attention_weights, check_mask, scaled_dot_product_attention
+from .attention import scaled_dot_product_attention
 
 
 @dataclass
@@ -85,7 +84,12 @@ class MultiHeadAttention(nn.Module):
     The heads run PyTorch's fused attention kernel, which never forms the (T, S)
     weights. Inside :func:`transformer_lab.record_attention` the module computes them
     explicitly instead (:func:`attention_weights`, same output) and hands them
-    (B, H, T, S), before dropout, to ``on_weights``.
+    (B, H, T, S), before dropout, to ``on_weights``: both paths are
+    :func:`scaled_dot_product_attention`.
+
+    Layers call every attention module as ``forward(query, key, value, mask=None,
+    cache=None)``; a variant (grouped-query, relative positions) that keeps this call
+    and returns (B, T, D) plugs into the layers through :class:`LayerConfig`.
     """
 
     def __init__(
@@ -147,20 +151,9 @@ class MultiHeadAttention(nn.Module):
         k, v = self.project_key_value(key, value, cache)  # (B, H, S, K), (B, H, S, Kv)
         mask = as_attention_mask(mask)
         dropout_p = self.dropout if self.training else 0.0
-        if self.on_weights is None:
-            heads = scaled_dot_product_attention(q, k, v, mask, dropout_p)  # (B, H, T, Kv)
-        else:
-            heads = self.attend_and_record(q, k, v, mask, dropout_p)  # (B, H, T, Kv)
+        # Fused kernel, or the explicit weights handed to on_weights inside record_attention.
+        heads = scaled_dot_product_attention(q, k, v, mask, dropout_p, on_weights=self.on_weights)  # (B, H, T, Kv)
         return self.w_o(self.merge_heads(heads))  # (B, T, D)
-
-    def attend_and_record(self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, dropout_p: float) -> Tensor:
-        """Inside record_attention: the explicit path of equation (1), handing the weights
-        (B, H, T, S), before dropout, to ``on_weights``. Returns the heads (B, H, T, Kv)."""
-        if mask is not None:
-            check_mask(mask, (q.size(0), self.num_heads, q.size(2), k.size(2)))
-        weights = attention_weights(q, k, mask)  # (B, H, T, S)
-        self.on_weights(weights)
-        return F.dropout(weights, dropout_p, self.training) @ v  # (B, H, T, Kv)
 
     def project_key_value(self, key: Tensor, value: Tensor, cache: KVCache | None) -> tuple[Tensor, Tensor]:
         """Keys (B, H, S, K) and values (B, H, S, Kv), read from or written to ``cache``."""
