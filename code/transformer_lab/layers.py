@@ -75,9 +75,10 @@ class LayerConfig:
             raise TypeError(f"norm_first must be a bool, got {type(self.norm_first).__name__}")
         checks.positive_number("layer_norm_eps", self.layer_norm_eps)  # LayerNorm divides by sqrt(var + eps)
         for name in PARTS:
-            if not callable(getattr(self, name)):
+            part = getattr(self, name)
+            if isinstance(part, nn.Module) or not callable(part):  # a module would be shared by every layer
                 raise TypeError(f"{name} must be a callable that builds a module from a LayerConfig, "
-                                f"got {type(getattr(self, name)).__name__}")
+                                f"got {type(part).__name__}")
 
     def fields(self) -> dict:
         """Every field by name (shallow, unlike ``dataclasses.asdict``): ``LayerConfig(**c.fields())``."""

@@ -29,7 +29,9 @@ class KVCache:
 
     ``k``: (B, H, S, K), ``v``: (B, H, S, Kv). Self-attention caches grow by one step per
     decoded token; cross-attention caches (``static=True``) are computed once from the
-    encoder's memory and reused.
+    encoder's memory and reused. An attention module (this one, or a variant, which may
+    store fewer heads) reads it the same way: ``cache.k, cache.v`` when ``cache.filled``,
+    else it projects this call's keys and values and keeps ``cache.update(k, v)``.
     """
 
     k: Tensor | None = None
@@ -39,6 +41,20 @@ class KVCache:
     @property
     def length(self) -> int:
         return 0 if self.k is None else self.k.size(-2)
+
+    @property
+    def filled(self) -> bool:
+        """A static cache already holding the memory's keys and values: read them, project nothing."""
+        return self.static and self.k is not None
+
+    def update(self, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
+        """Keep this call's keys (B, H, S, K) and values (B, H, S, Kv) and return every
+        stored one: a self-attention cache appends them to the earlier steps'."""
+        if not self.static and self.k is not None:
+            k = torch.cat([self.k, k], dim=2)  # (B, H, S_past + S, K)
+            v = torch.cat([self.v, v], dim=2)  # (B, H, S_past + S, Kv)
+        self.k, self.v = k, v
+        return k, v
 
     def reorder(self, index: Tensor) -> None:
         """Keep the batch rows ``index`` (beam search reorders hypotheses)."""
@@ -157,20 +173,15 @@ class MultiHeadAttention(nn.Module):
 
     def project_key_value(self, key: Tensor, value: Tensor, cache: KVCache | None) -> tuple[Tensor, Tensor]:
         """Keys (B, H, S, K) and values (B, H, S, Kv), read from or written to ``cache``."""
-        if cache is not None and cache.static and cache.k is not None:
+        if cache is not None and cache.filled:
             return cache.k, cache.v  # computed from the memory at the first step
         k = self.split_heads(self.w_k(key), self.d_k)  # (B, H, S, K)
         v = self.split_heads(self.w_v(value), self.d_v)  # (B, H, S, Kv)
-        if cache is not None:
-            if not cache.static and cache.k is not None:
-                k = torch.cat([cache.k, k], dim=2)  # (B, H, S_past + S, K)
-                v = torch.cat([cache.v, v], dim=2)  # (B, H, S_past + S, Kv)
-            cache.k, cache.v = k, v
-        return k, v
+        return (k, v) if cache is None else cache.update(k, v)
 
     def _check_inputs(self, query: Tensor, key: Tensor, value: Tensor, cache: KVCache | None) -> None:
         self._check_input("query", query)
-        if cache is not None and cache.static and cache.k is not None:
+        if cache is not None and cache.filled:
             return  # key and value are not read
         self._check_input("key", key)
         self._check_input("value", value)
