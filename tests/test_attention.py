@@ -152,11 +152,11 @@ def test_a_bias_matches_pytorchs_float_attn_mask(device, bias_shape, with_mask):
 
 
 @pytest.mark.parametrize("path", ["fused", "explicit"])
-def test_a_bias_learns_through_either_path_and_masked_keys_stay_at_zero(path):
-    q, k, v = qkv()
-    mask = random_mask(B, H, T, S)
+def test_a_bias_learns_through_either_path_and_masked_keys_stay_at_zero(device, path):
+    q, k, v = qkv(device=device)
+    mask = random_mask(B, H, T, S).to(device)
     mask[0, 1, 2] = False  # a query that may see nothing
-    bias = torch.randn(H, T, S, requires_grad=True)
+    bias = torch.randn(H, T, S, device=device, requires_grad=True)
     on_weights = (lambda w: None) if path == "explicit" else None
     out = tl.scaled_dot_product_attention(q, k, v, mask, bias=bias, on_weights=on_weights)
     assert torch.isfinite(out).all() and torch.all(out[0, 1, 2] == 0)

@@ -7,6 +7,11 @@ sub-layer input and normalized" (Section 5.4). ``norm_first=True`` gives the pre
 variant used by most later models, x + Sublayer(LayerNorm(x)), whose stack then needs a
 final LayerNorm (this deviates from the paper and says so).
 
+A layer receives its sub-layers as modules: ``EncoderLayer(d_model, self_attn,
+feed_forward, dropout)``. One :class:`LayerConfig` (sizes, options and the factories of
+the parts) is what a stack and the model hand to every layer they build, so a variant of
+attention or of the feed-forward network is a new module and a factory, not an edit here.
+
 Shapes: B batch, S source length, T target length, D d_model, H heads.
 """
 
