@@ -72,7 +72,7 @@ def bench_mha(args, device):
 
 def bench_encoder_layer(args, device):
     B, T, D, H, Fd = args.batch, args.seq, 512, 8, 2048
-    ours = tl.EncoderLayer(D, H, Fd, dropout=0.1).to(device).train()
+    ours = tl.EncoderLayer.build(D, H, Fd, dropout=0.1).to(device).train()
     ref = nn.TransformerEncoderLayer(D, H, Fd, dropout=0.1, batch_first=True).to(device).train()
     x = torch.randn(B, T, D, device=device)
     opt_ours = torch.optim.Adam(ours.parameters(), lr=1e-4)

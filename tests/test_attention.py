@@ -132,6 +132,68 @@ def test_bad_masks_and_shapes_are_named():
         tl.scaled_dot_product_attention(q, k, v, dropout_p=1.0)
 
 
+# -- an additive bias on the scores (not in the paper: relative-position variants) -----
+
+
+@pytest.mark.parametrize("bias_shape", [(T, S), (H, T, S), (B, H, T, S)])
+@pytest.mark.parametrize("with_mask", [False, True])
+def test_a_bias_matches_pytorchs_float_attn_mask(device, bias_shape, with_mask):
+    q, k, v = qkv(device=device)
+    bias = torch.randn(*bias_shape, device=device)
+    mask = random_mask(B, 1, T, S).to(device) if with_mask else None
+    # PyTorch takes one float attn_mask: the bias, with -inf where our mask says False
+    attn_mask = bias if mask is None else bias.masked_fill(~mask, -math.inf)
+    theirs = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask)
+    fused = tl.scaled_dot_product_attention(q, k, v, mask, bias=bias)
+    explicit = tl.attention_weights(q, k, mask, bias=bias) @ v
+    torch.testing.assert_close(fused, theirs)
+    torch.testing.assert_close(explicit, theirs)
+    assert not torch.allclose(fused, tl.scaled_dot_product_attention(q, k, v, mask)), "the bias counts"
+
+
+@pytest.mark.parametrize("path", ["fused", "explicit"])
+def test_a_bias_learns_through_either_path_and_masked_keys_stay_at_zero(device, path):
+    q, k, v = qkv(device=device)
+    mask = random_mask(B, H, T, S).to(device)
+    mask[0, 1, 2] = False  # a query that may see nothing
+    bias = torch.randn(H, T, S, device=device, requires_grad=True)
+    on_weights = (lambda w: None) if path == "explicit" else None
+    out = tl.scaled_dot_product_attention(q, k, v, mask, bias=bias, on_weights=on_weights)
+    assert torch.isfinite(out).all() and torch.all(out[0, 1, 2] == 0)
+    out.sum().backward()
+    reference = bias.detach().clone().requires_grad_()
+    theirs = F.scaled_dot_product_attention(q, k, v, attn_mask=reference.masked_fill(~mask, -math.inf))
+    theirs[mask.any(-1)].sum().backward()  # blind rows: zero on CPU, NaN on some GPU kernels
+    torch.testing.assert_close(bias.grad, reference.grad)
+
+
+def test_a_bias_of_another_dtype_than_the_queries_is_accepted():
+    q, k, v = qkv(torch.bfloat16)
+    bias = torch.randn(H, T, S)  # float32, as a learned table usually is
+    fused, explicit = tl.scaled_dot_product_attention(q, k, v, bias=bias), tl.attention_weights(q, k, bias=bias) @ v
+    assert fused.dtype == explicit.dtype == torch.bfloat16
+    torch.testing.assert_close(fused, explicit, atol=2e-2, rtol=2e-2)
+
+
+def test_on_weights_receives_the_weights_and_the_output_is_the_fused_one():
+    q, k, v = qkv()
+    mask, seen = random_mask(B, 1, T, S), []
+    out = tl.scaled_dot_product_attention(q, k, v, mask, on_weights=seen.append)
+    torch.testing.assert_close(seen[0], tl.attention_weights(q, k, mask))
+    torch.testing.assert_close(out, tl.scaled_dot_product_attention(q, k, v, mask))
+
+
+def test_a_bad_bias_is_named():
+    q, k, v = qkv()
+    with pytest.raises(TypeError, match=r"bias must be a floating-point tensor added to the scores, got dtype "
+                                        r"torch.bool"):
+        tl.scaled_dot_product_attention(q, k, v, bias=random_mask(T, S))
+    with pytest.raises(ValueError, match=r"bias of shape \(4, 5, 7\) does not broadcast"):
+        tl.scaled_dot_product_attention(q, k, v, bias=torch.randn(4, T, S))
+    with pytest.raises(TypeError, match="bias must be a torch.Tensor, got list"):
+        tl.scaled_dot_product_attention(q, k, v, bias=[[0.0] * S] * T)
+
+
 @pytest.mark.cuda
 def test_float16_on_cuda():
     q, k, v = qkv(torch.float16, "cuda")

@@ -138,7 +138,7 @@ def test_layer_norm_eps_must_be_positive(eps):
     with pytest.raises(ValueError, match=message):
         tl.TransformerConfig(SRC_V, TGT_V, d_model=D, num_heads=H, layer_norm_eps=eps)
     with pytest.raises(ValueError, match=message):
-        tl.EncoderLayer(D, H, 20, layer_norm_eps=eps)
+        tl.EncoderLayer.build(D, H, 20, layer_norm_eps=eps)
     with pytest.raises(ValueError, match=message):
         tl.Decoder(1, D, H, 20, layer_norm_eps=eps)
 

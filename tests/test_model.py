@@ -170,6 +170,31 @@ def test_learned_positions_option():
     assert model(src, tgt).shape == (B, T, 19)
 
 
+def test_one_layer_config_reaches_every_layer_of_both_stacks():
+    config = small_config(d_k=2, d_v=5, dropout=0.2, attention_dropout=0.1, activation_dropout=0.3,
+                          norm_first=True, layer_norm_eps=1e-3)
+    layer = config.layer_config()
+    assert all(getattr(layer, name) == getattr(config, name) for name in
+               ("d_model", "num_heads", "d_ff", "dropout", "d_k", "d_v", "attention_dropout",
+                "activation_dropout", "norm_first", "layer_norm_eps"))
+    model = tl.Transformer(config)
+    for stack in (model.encoder, model.decoder):
+        assert stack.norm.eps == 1e-3
+        for block in stack.layers:
+            attentions = [block.self_attn] + ([block.cross_attn] if hasattr(block, "cross_attn") else [])
+            assert all((a.d_k, a.d_v, a.dropout) == (2, 5, 0.1) for a in attentions)
+            assert block.feed_forward.dropout.p == 0.3 and block.dropout.p == 0.2
+            assert block.norm_first and block.norm1.eps == 1e-3
+    assert len(model.decoder.layers) == 2 and hasattr(model.decoder.layers[0], "cross_attn")
+
+
+def test_parts_are_not_part_of_the_config_or_its_checkpoint():
+    config = small_config()
+    wide = tl.Transformer(config, feed_forward=lambda c: tl.PositionwiseFeedForward(c.d_model, 3 * c.d_ff))
+    assert wide.config == config and wide.config.to_dict() == tl.Transformer(config).config.to_dict()
+    assert wide.decoder.layers[1].feed_forward.d_ff == 3 * config.d_ff
+
+
 def test_config_is_frozen_and_presets_follow_table_3():
     base, big = tl.TransformerConfig.base(37000), tl.TransformerConfig.big(37000)
     with pytest.raises(dataclasses.FrozenInstanceError):

@@ -17,7 +17,7 @@ from .attention import attention_weights, scaled_dot_product_attention
 from .masks import causal_mask, padding_mask
 from .multi_head_attention import KVCache, MultiHeadAttention
 from .feed_forward import PositionwiseFeedForward
-from .layers import Decoder, DecoderCache, DecoderLayer, Encoder, EncoderLayer
+from .layers import Decoder, DecoderCache, DecoderLayer, Encoder, EncoderLayer, LayerConfig
 from .model import Transformer, TransformerConfig, count_parameters
 from .recording import AttentionRecord, record_attention
 from .data import (

@@ -7,18 +7,93 @@ sub-layer input and normalized" (Section 5.4). ``norm_first=True`` gives the pre
 variant used by most later models, x + Sublayer(LayerNorm(x)), whose stack then needs a
 final LayerNorm (this deviates from the paper and says so).
 
+A layer receives its sub-layers as modules: ``EncoderLayer(d_model, self_attn,
+feed_forward, dropout)``. One :class:`LayerConfig` (sizes, options and the factories of
+the parts) is what a stack and the model hand to every layer they build, so a variant of
+attention or of the feed-forward network is a new module and a factory, not an edit here.
+
 Shapes: B batch, S source length, T target length, D d_model, H heads.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
+from typing import Callable
 
 from torch import Tensor, nn
 
 from . import checks
 from .feed_forward import PositionwiseFeedForward
-from .multi_head_attention import KVCache, MultiHeadAttention
+from .multi_head_attention import KVCache, MultiHeadAttention, head_dims
+
+
+def multi_head_attention(config: LayerConfig) -> MultiHeadAttention:
+    """The paper's attention (Section 3.2.2) at ``config``'s sizes: every layer's default."""
+    return MultiHeadAttention(config.d_model, config.num_heads, config.d_k, config.d_v,
+                              dropout=config.attention_dropout)
+
+
+def positionwise_feed_forward(config: LayerConfig) -> PositionwiseFeedForward:
+    """The paper's feed-forward network (Section 3.3) at ``config``'s sizes: the default."""
+    return PositionwiseFeedForward(config.d_model, config.d_ff, dropout=config.activation_dropout)
+
+
+PartFactory = Callable[["LayerConfig"], nn.Module]
+PARTS = ("self_attention", "cross_attention", "feed_forward")
+
+
+@dataclass(frozen=True)
+class LayerConfig:
+    """One layer's sizes and options, and how to build its parts: what the model hands
+    down from its :class:`TransformerConfig` (same names) to every layer of both stacks.
+
+    ``dropout`` is the residual dropout P_drop (Section 5.4). The parts are factories
+    ``LayerConfig -> nn.Module``, called once per layer so that every layer has its own
+    parameters: ``self_attention`` (both stacks), ``cross_attention`` (decoder) and
+    ``feed_forward``. They default to the paper's modules; a variant replaces one. An
+    attention part is called ``forward(query, key, value, mask=None, cache=None) ->
+    (B, T, D)``, with a boolean ``mask`` (True = may attend) and, while decoding, a
+    :class:`KVCache`; a feed-forward part ``forward(x (B, L, D)) -> (B, L, D)``.
+    """
+
+    d_model: int
+    num_heads: int
+    d_ff: int
+    dropout: float = 0.1
+    d_k: int | None = None
+    d_v: int | None = None
+    attention_dropout: float = 0.0
+    activation_dropout: float = 0.0
+    norm_first: bool = False
+    layer_norm_eps: float = 1e-5
+    self_attention: PartFactory = multi_head_attention
+    cross_attention: PartFactory = multi_head_attention
+    feed_forward: PartFactory = positionwise_feed_forward
+
+    def __post_init__(self):
+        head_dims(self.d_model, self.num_heads, self.d_k, self.d_v)  # d_model and num_heads too
+        checks.positive_int("d_ff", self.d_ff)
+        for name in ("dropout", "attention_dropout", "activation_dropout"):
+            checks.fraction(name, getattr(self, name))
+        if not isinstance(self.norm_first, bool):
+            raise TypeError(f"norm_first must be a bool, got {type(self.norm_first).__name__}")
+        checks.positive_number("layer_norm_eps", self.layer_norm_eps)  # LayerNorm divides by sqrt(var + eps)
+        for name in PARTS:
+            part = getattr(self, name)
+            if isinstance(part, nn.Module) or not callable(part):  # a module would be shared by every layer
+                raise TypeError(f"{name} must be a callable that builds a module from a LayerConfig, "
+                                f"got {type(part).__name__}")
+
+    def fields(self) -> dict:
+        """Every field by name (shallow, unlike ``dataclasses.asdict``): ``LayerConfig(**c.fields())``."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+
+
+def _module(name: str, part: nn.Module) -> nn.Module:
+    if not isinstance(part, nn.Module):
+        raise TypeError(f"{name} must be a torch.nn.Module, got {type(part).__name__}")
+    return part
 
 
 class _Layer(nn.Module):
@@ -26,9 +101,20 @@ class _Layer(nn.Module):
 
     def __init__(self, d_model: int, dropout: float, norm_first: bool, layer_norm_eps: float):
         super().__init__()
+        checks.positive_int("d_model", d_model)
         checks.positive_number("layer_norm_eps", layer_norm_eps)  # LayerNorm divides by sqrt(var + eps)
         self.norm_first = norm_first
         self.dropout = nn.Dropout(checks.fraction("dropout", dropout))
+
+    @classmethod
+    def build(cls, d_model: int, num_heads: int, d_ff: int, dropout: float = 0.1, **options) -> "_Layer":
+        """The paper's layer in one line: ``EncoderLayer.build(512, 8, 2048)``. ``options``
+        are :class:`LayerConfig`'s other fields (``norm_first=True``, ``d_k``, a part)."""
+        return cls.from_config(LayerConfig(d_model, num_heads, d_ff, dropout, **options))
+
+    @classmethod
+    def from_config(cls, config: LayerConfig) -> "_Layer":
+        raise NotImplementedError
 
     def sublayer_input(self, x: Tensor, norm: nn.LayerNorm) -> Tensor:
         return norm(x) if self.norm_first else x
@@ -43,29 +129,34 @@ class _Layer(nn.Module):
 class EncoderLayer(_Layer):
     """Self-attention, then the feed-forward network, each inside a residual connection.
 
-    ``forward(x (B, S, D), src_mask=None) -> (B, S, D)``. ``src_mask`` is boolean,
-    True = may attend (usually the source padding mask (B, 1, 1, S)).
+    ``EncoderLayer(d_model, self_attn, feed_forward, dropout)`` receives its two
+    sub-layers as modules; ``EncoderLayer.build(d_model, num_heads, d_ff)`` builds the
+    paper's. ``forward(x (B, S, D), src_mask=None) -> (B, S, D)``. ``src_mask`` is
+    boolean, True = may attend (usually the source padding mask (B, 1, 1, S)).
     """
 
     def __init__(
         self,
         d_model: int,
-        num_heads: int,
-        d_ff: int,
+        self_attn: nn.Module,
+        feed_forward: nn.Module,
         dropout: float = 0.1,
         *,
-        d_k: int | None = None,
-        d_v: int | None = None,
-        attention_dropout: float = 0.0,
-        activation_dropout: float = 0.0,
         norm_first: bool = False,
         layer_norm_eps: float = 1e-5,
     ):
         super().__init__(d_model, dropout, norm_first, layer_norm_eps)
-        self.self_attn = MultiHeadAttention(d_model, num_heads, d_k, d_v, dropout=attention_dropout)
-        self.feed_forward = PositionwiseFeedForward(d_model, d_ff, dropout=activation_dropout)
+        self.self_attn = _module("self_attn", self_attn)
+        self.feed_forward = _module("feed_forward", feed_forward)
         self.norm1 = nn.LayerNorm(d_model, eps=layer_norm_eps)
         self.norm2 = nn.LayerNorm(d_model, eps=layer_norm_eps)
+
+    @classmethod
+    def from_config(cls, config: LayerConfig) -> "EncoderLayer":
+        """A layer with its own parts, built by ``config``'s factories."""
+        c = config
+        return cls(c.d_model, c.self_attention(c), c.feed_forward(c), c.dropout,
+                   norm_first=c.norm_first, layer_norm_eps=c.layer_norm_eps)
 
     def forward(self, x: Tensor, src_mask: Tensor | None = None) -> Tensor:
         h = self.sublayer_input(x, self.norm1)
@@ -108,6 +199,8 @@ class DecoderLayer(_Layer):
     """Masked self-attention, attention over the encoder output, then the feed-forward
     network, each inside a residual connection (Section 3.1).
 
+    ``DecoderLayer(d_model, self_attn, cross_attn, feed_forward, dropout)`` receives its
+    three sub-layers; ``DecoderLayer.build(d_model, num_heads, d_ff)`` builds the paper's.
     ``forward(x (B, T, D), memory (B, S, D), src_mask=None, tgt_mask=None, cache=None)
     -> (B, T, D)``: ``src_mask`` hides the memory's padding from the cross-attention,
     ``tgt_mask`` (causal, usually) shapes the self-attention.
@@ -116,24 +209,28 @@ class DecoderLayer(_Layer):
     def __init__(
         self,
         d_model: int,
-        num_heads: int,
-        d_ff: int,
+        self_attn: nn.Module,
+        cross_attn: nn.Module,
+        feed_forward: nn.Module,
         dropout: float = 0.1,
         *,
-        d_k: int | None = None,
-        d_v: int | None = None,
-        attention_dropout: float = 0.0,
-        activation_dropout: float = 0.0,
         norm_first: bool = False,
         layer_norm_eps: float = 1e-5,
     ):
         super().__init__(d_model, dropout, norm_first, layer_norm_eps)
-        self.self_attn = MultiHeadAttention(d_model, num_heads, d_k, d_v, dropout=attention_dropout)
-        self.cross_attn = MultiHeadAttention(d_model, num_heads, d_k, d_v, dropout=attention_dropout)
-        self.feed_forward = PositionwiseFeedForward(d_model, d_ff, dropout=activation_dropout)
+        self.self_attn = _module("self_attn", self_attn)
+        self.cross_attn = _module("cross_attn", cross_attn)
+        self.feed_forward = _module("feed_forward", feed_forward)
         self.norm1 = nn.LayerNorm(d_model, eps=layer_norm_eps)
         self.norm2 = nn.LayerNorm(d_model, eps=layer_norm_eps)
         self.norm3 = nn.LayerNorm(d_model, eps=layer_norm_eps)
+
+    @classmethod
+    def from_config(cls, config: LayerConfig) -> "DecoderLayer":
+        """A layer with its own parts, built by ``config``'s factories."""
+        c = config
+        return cls(c.d_model, c.self_attention(c), c.cross_attention(c), c.feed_forward(c), c.dropout,
+                   norm_first=c.norm_first, layer_norm_eps=c.layer_norm_eps)
 
     def forward(
         self,
@@ -157,18 +254,29 @@ class DecoderLayer(_Layer):
 
 
 class _Stack(nn.Module):
-    """``num_layers`` identical layers (N = 6 in the paper); pre-LN stacks end with a LayerNorm."""
+    """``num_layers`` layers (N = 6 in the paper), each built from the same :class:`LayerConfig`
+    with parts of its own; pre-LN stacks end with a LayerNorm.
 
-    def __init__(self, layer: type[_Layer], num_layers: int, d_model: int, num_heads: int, d_ff: int,
-                 dropout: float, *, norm_first: bool = False, layer_norm_eps: float = 1e-5, **layer_options):
+    ``Encoder(num_layers, d_model, num_heads, d_ff, dropout=0.1, **options)``: ``options``
+    are the other fields of :class:`LayerConfig` (``norm_first``, ``d_k``, a part factory).
+    ``Encoder.from_config(num_layers, config)`` takes a whole one (the model's way).
+    """
+
+    layer_type: type[_Layer]
+
+    def __init__(self, num_layers: int, d_model: int, num_heads: int, d_ff: int, dropout: float = 0.1,
+                 **options):
         super().__init__()
         checks.positive_int("num_layers", num_layers)
-        self.layers = nn.ModuleList(
-            layer(d_model, num_heads, d_ff, dropout, norm_first=norm_first, layer_norm_eps=layer_norm_eps,
-                  **layer_options)
-            for _ in range(num_layers)
-        )
-        self.norm = nn.LayerNorm(d_model, eps=layer_norm_eps) if norm_first else None
+        config = LayerConfig(d_model, num_heads, d_ff, dropout, **options)
+        self.layers = nn.ModuleList(self.layer_type.from_config(config) for _ in range(num_layers))
+        self.norm = nn.LayerNorm(d_model, eps=config.layer_norm_eps) if config.norm_first else None
+
+    @classmethod
+    def from_config(cls, num_layers: int, config: LayerConfig) -> "_Stack":
+        if not isinstance(config, LayerConfig):
+            raise TypeError(f"config must be a LayerConfig, got {type(config).__name__}")
+        return cls(num_layers, **config.fields())
 
     def final_norm(self, x: Tensor) -> Tensor:
         return x if self.norm is None else self.norm(x)
@@ -180,9 +288,7 @@ class Encoder(_Stack):
     ``forward(x (B, S, D), src_mask=None) -> (B, S, D)``. Pre-LN stacks end with a LayerNorm.
     """
 
-    def __init__(self, num_layers: int, d_model: int, num_heads: int, d_ff: int, dropout: float = 0.1,
-                 **layer_options):
-        super().__init__(EncoderLayer, num_layers, d_model, num_heads, d_ff, dropout, **layer_options)
+    layer_type = EncoderLayer
 
     def forward(self, x: Tensor, src_mask: Tensor | None = None) -> Tensor:
         for layer in self.layers:
@@ -198,9 +304,7 @@ class Decoder(_Stack):
     the cache supplies the earlier ones.
     """
 
-    def __init__(self, num_layers: int, d_model: int, num_heads: int, d_ff: int, dropout: float = 0.1,
-                 **layer_options):
-        super().__init__(DecoderLayer, num_layers, d_model, num_heads, d_ff, dropout, **layer_options)
+    layer_type = DecoderLayer
 
     def forward(
         self,

@@ -16,9 +16,8 @@ from torch import Tensor, nn
 
 from . import checks
 from .embeddings import TokenEmbedding
-from .layers import Decoder, DecoderCache, Encoder
+from .layers import PARTS, Decoder, DecoderCache, Encoder, LayerConfig, PartFactory
 from .masks import causal_mask, padding_mask
-from .multi_head_attention import head_dims
 from .positional_encoding import LearnedPositionalEncoding, PositionalEncoding
 
 POSITIONAL_KINDS = ("sinusoidal", "learned")
@@ -59,11 +58,8 @@ class TransformerConfig:
     def __post_init__(self):
         for name in ("src_vocab_size", "tgt_vocab_size", "d_ff", "num_layers", "max_len"):
             checks.positive_int(name, getattr(self, name))
-        head_dims(self.d_model, self.num_heads, self.d_k, self.d_v)
-        for name in ("dropout", "attention_dropout", "activation_dropout"):
-            checks.fraction(name, getattr(self, name))
+        self.layer_config()  # heads, d_k and d_v, the dropouts, layer_norm_eps: checked there
         checks.one_of("positional", self.positional, POSITIONAL_KINDS)
-        checks.positive_number("layer_norm_eps", self.layer_norm_eps)
         checks.positive_int("beam_size", self.beam_size)
         checks.finite_number("length_penalty", self.length_penalty, minimum=0.0)
         if self.positional == "sinusoidal":
@@ -100,6 +96,16 @@ class TransformerConfig:
         options = {"shared_vocab": tgt == vocab_size, **overrides}
         return cls(src_vocab_size=vocab_size, tgt_vocab_size=tgt, **options)
 
+    def layer_config(self, **parts: PartFactory) -> LayerConfig:
+        """The options every encoder and decoder layer gets: the fields of this config that
+        :class:`LayerConfig` has, by the same names, and ``parts`` (``self_attention``,
+        ``cross_attention``, ``feed_forward``) where a variant replaces the paper's."""
+        unknown = sorted(set(parts) - set(PARTS))
+        if unknown:
+            raise TypeError(f"parts must be among {PARTS}, got {unknown}")
+        names = [f.name for f in dataclasses.fields(LayerConfig) if f.name not in PARTS]
+        return LayerConfig(**{name: getattr(self, name) for name in names}, **parts)
+
     def replace(self, **changes) -> "TransformerConfig":
         return dataclasses.replace(self, **changes)
 
@@ -121,9 +127,14 @@ class Transformer(nn.Module):
     self-attention. ``encode`` and ``decode`` run the two halves separately, as
     decoding does; ``decode`` with a :class:`DecoderCache` takes only the new tokens.
     Masks are named and ordered ``src_mask, tgt_mask`` here and in every layer below.
+
+    ``parts`` plug a variant into every layer: ``self_attention``, ``cross_attention``
+    or ``feed_forward``, each a factory ``LayerConfig -> nn.Module`` (see
+    :class:`LayerConfig`), e.g. ``Transformer(config, self_attention=MyAttention.build)``.
+    They are code, not options, so they are not in the config (nor in its checkpoints).
     """
 
-    def __init__(self, config: TransformerConfig):
+    def __init__(self, config: TransformerConfig, **parts: PartFactory):
         super().__init__()
         if not isinstance(config, TransformerConfig):
             raise TypeError(f"config must be a TransformerConfig, got {type(config).__name__}")
@@ -135,16 +146,9 @@ class Transformer(nn.Module):
         positions = PositionalEncoding if c.positional == "sinusoidal" else LearnedPositionalEncoding
         self.src_positions = positions(c.d_model, c.max_len, c.dropout)
         self.tgt_positions = positions(c.d_model, c.max_len, c.dropout)
-        layer_options = dict(
-            d_k=c.d_k,
-            d_v=c.d_v,
-            attention_dropout=c.attention_dropout,
-            activation_dropout=c.activation_dropout,
-            norm_first=c.norm_first,
-            layer_norm_eps=c.layer_norm_eps,
-        )
-        self.encoder = Encoder(c.num_layers, c.d_model, c.num_heads, c.d_ff, c.dropout, **layer_options)
-        self.decoder = Decoder(c.num_layers, c.d_model, c.num_heads, c.d_ff, c.dropout, **layer_options)
+        layer = c.layer_config(**parts)  # one config for every layer of both stacks
+        self.encoder = Encoder.from_config(c.num_layers, layer)
+        self.decoder = Decoder.from_config(c.num_layers, layer)
         self.output_projection = nn.Linear(c.d_model, c.tgt_vocab_size)
         if c.tie_embeddings:
             self.output_projection.weight = self.tgt_embed.weight  # one (V, D) matrix, Section 3.4

@@ -17,11 +17,10 @@ from dataclasses import dataclass
 from typing import Callable
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
 
 from . import checks
-from .attention import attention_weights, check_mask, scaled_dot_product_attention
+from .attention import scaled_dot_product_attention
 
 
 @dataclass
@@ -30,7 +29,9 @@ class KVCache:
 
     ``k``: (B, H, S, K), ``v``: (B, H, S, Kv). Self-attention caches grow by one step per
     decoded token; cross-attention caches (``static=True``) are computed once from the
-    encoder's memory and reused.
+    encoder's memory and reused. An attention module (this one, or a variant, which may
+    store fewer heads) reads it the same way: ``cache.k, cache.v`` when ``cache.filled``,
+    else it projects this call's keys and values and keeps ``cache.update(k, v)``.
     """
 
     k: Tensor | None = None
@@ -40,6 +41,20 @@ class KVCache:
     @property
     def length(self) -> int:
         return 0 if self.k is None else self.k.size(-2)
+
+    @property
+    def filled(self) -> bool:
+        """A static cache already holding the memory's keys and values: read them, project nothing."""
+        return self.static and self.k is not None
+
+    def update(self, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
+        """Keep this call's keys (B, H, S, K) and values (B, H, S, Kv) and return every
+        stored one: a self-attention cache appends them to the earlier steps'."""
+        if not self.static and self.k is not None:
+            k = torch.cat([self.k, k], dim=2)  # (B, H, S_past + S, K)
+            v = torch.cat([self.v, v], dim=2)  # (B, H, S_past + S, Kv)
+        self.k, self.v = k, v
+        return k, v
 
     def reorder(self, index: Tensor) -> None:
         """Keep the batch rows ``index`` (beam search reorders hypotheses)."""
@@ -85,7 +100,12 @@ class MultiHeadAttention(nn.Module):
     The heads run PyTorch's fused attention kernel, which never forms the (T, S)
     weights. Inside :func:`transformer_lab.record_attention` the module computes them
     explicitly instead (:func:`attention_weights`, same output) and hands them
-    (B, H, T, S), before dropout, to ``on_weights``.
+    (B, H, T, S), before dropout, to ``on_weights``: both paths are
+    :func:`scaled_dot_product_attention`.
+
+    Layers call every attention module as ``forward(query, key, value, mask=None,
+    cache=None)``; a variant (grouped-query, relative positions) that keeps this call
+    and returns (B, T, D) plugs into the layers through :class:`LayerConfig`.
     """
 
     def __init__(
@@ -147,37 +167,21 @@ class MultiHeadAttention(nn.Module):
         k, v = self.project_key_value(key, value, cache)  # (B, H, S, K), (B, H, S, Kv)
         mask = as_attention_mask(mask)
         dropout_p = self.dropout if self.training else 0.0
-        if self.on_weights is None:
-            heads = scaled_dot_product_attention(q, k, v, mask, dropout_p)  # (B, H, T, Kv)
-        else:
-            heads = self.attend_and_record(q, k, v, mask, dropout_p)  # (B, H, T, Kv)
+        # Fused kernel, or the explicit weights handed to on_weights inside record_attention.
+        heads = scaled_dot_product_attention(q, k, v, mask, dropout_p, on_weights=self.on_weights)  # (B, H, T, Kv)
         return self.w_o(self.merge_heads(heads))  # (B, T, D)
-
-    def attend_and_record(self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, dropout_p: float) -> Tensor:
-        """Inside record_attention: the explicit path of equation (1), handing the weights
-        (B, H, T, S), before dropout, to ``on_weights``. Returns the heads (B, H, T, Kv)."""
-        if mask is not None:
-            check_mask(mask, (q.size(0), self.num_heads, q.size(2), k.size(2)))
-        weights = attention_weights(q, k, mask)  # (B, H, T, S)
-        self.on_weights(weights)
-        return F.dropout(weights, dropout_p, self.training) @ v  # (B, H, T, Kv)
 
     def project_key_value(self, key: Tensor, value: Tensor, cache: KVCache | None) -> tuple[Tensor, Tensor]:
         """Keys (B, H, S, K) and values (B, H, S, Kv), read from or written to ``cache``."""
-        if cache is not None and cache.static and cache.k is not None:
+        if cache is not None and cache.filled:
             return cache.k, cache.v  # computed from the memory at the first step
         k = self.split_heads(self.w_k(key), self.d_k)  # (B, H, S, K)
         v = self.split_heads(self.w_v(value), self.d_v)  # (B, H, S, Kv)
-        if cache is not None:
-            if not cache.static and cache.k is not None:
-                k = torch.cat([cache.k, k], dim=2)  # (B, H, S_past + S, K)
-                v = torch.cat([cache.v, v], dim=2)  # (B, H, S_past + S, Kv)
-            cache.k, cache.v = k, v
-        return k, v
+        return (k, v) if cache is None else cache.update(k, v)
 
     def _check_inputs(self, query: Tensor, key: Tensor, value: Tensor, cache: KVCache | None) -> None:
         self._check_input("query", query)
-        if cache is not None and cache.static and cache.k is not None:
+        if cache is not None and cache.filled:
             return  # key and value are not read
         self._check_input("key", key)
         self._check_input("value", value)

@@ -11,7 +11,10 @@ Every forward pass returns one tensor. Inside the ``with`` block the recorded
 hand them over; outside it they run the fused kernel again, which never forms them.
 Record only some modules by naming them: ``record_attention(model,
 [model.decoder.layers[-1].cross_attn])``. Works on a whole :class:`Transformer`, a stack,
-a layer or a single :class:`MultiHeadAttention` (``attn.weights``).
+a layer or a single :class:`MultiHeadAttention` (``attn.weights``). An attention variant
+is recorded too when it does what :class:`MultiHeadAttention` does: keep an
+``on_weights`` attribute (``None`` by default) and hand it to
+:func:`scaled_dot_product_attention`.
 
 Shapes: B batch, H heads, S source length, T target length.
 """
@@ -27,6 +30,11 @@ from .layers import DecoderLayer, EncoderLayer
 from .multi_head_attention import MultiHeadAttention
 
 KINDS = ("encoder", "decoder_self", "cross")
+
+
+def _recordable(module: nn.Module) -> bool:
+    """A MultiHeadAttention, or a variant with the same ``on_weights`` hook."""
+    return isinstance(module, MultiHeadAttention) or hasattr(module, "on_weights")
 
 
 def _kind(root: nn.Module, name: str) -> str | None:
@@ -56,7 +64,7 @@ class AttentionRecord:
         self._recorded = names
         self._names: dict[str, list[str]] = {kind: [] for kind in KINDS}
         for name, module in root.named_modules():
-            kind = _kind(root, name) if isinstance(module, MultiHeadAttention) else None
+            kind = _kind(root, name) if _recordable(module) else None
             if kind is not None:
                 self._names[kind].append(name)
 
@@ -101,13 +109,14 @@ def record_attention(model: nn.Module, modules: Iterable[MultiHeadAttention] | N
     the ``modules`` given) while the ``with`` block runs; see the module docstring."""
     if not isinstance(model, nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
-    found = {module: name for name, module in model.named_modules() if isinstance(module, MultiHeadAttention)}
+    found = {module: name for name, module in model.named_modules() if _recordable(module)}
     if not found:
         raise ValueError(f"model must contain a MultiHeadAttention, got {type(model).__name__}")
     chosen = list(found) if modules is None else list(modules)
     for module in chosen:
         if module not in found:
-            raise ValueError(f"modules must be MultiHeadAttention modules of model, got {type(module).__name__}")
+            raise ValueError(f"modules must be MultiHeadAttention modules of model (or variants with "
+                             f"on_weights), got {type(module).__name__}")
         if module.on_weights is not None:
             raise RuntimeError(f"{found[module] or 'model'!r} is already being recorded")
     record = AttentionRecord(model, [found[m] for m in chosen])
