@@ -25,6 +25,7 @@ class BuildSettings:
     use_cache: bool = True
     extra_js: str = ""          # injected by preview mode (live reload)
     cell_timeout: float | bool | None = None   # seconds (False: none); None: the project's
+    jobs: int | None = None     # chapters run at once (None: one per core)
 
 
 @dataclass
@@ -130,7 +131,7 @@ def _execute(job: Job, doc: source.Document, opts: dict) -> list[list]:
         python_path=tuple(project.python_path) if project else (),
         cache_sources=tuple(project.cache_sources) if project else (),
         quarto_version=project.quarto_version if project else "current",
-        cell_timeout=_cell_timeout(job))
+        cell_timeout=_cell_timeout(job), jobs=job.settings.jobs)
     outputs, stats = execute.execute(doc, opts, job.cache_root / "cells", job.settings.use_cache,
                                      job.progress.emit, kernel)
     ran, units = stats["units_run"], stats["units"]

@@ -43,7 +43,7 @@ def _targets(paths: list[str]) -> list[tuple[Path, object]]:
 
 def cmd_render(args) -> int:
     settings = BuildSettings(html_only=args.html_only, use_cache=not args.no_cache,
-                             cell_timeout=args.cell_timeout)
+                             cell_timeout=args.cell_timeout, jobs=args.jobs)
     t0 = time.perf_counter()
     results = [build_document(doc, settings, emit, project) for doc, project in _targets(args.paths)]
     if len(results) > 1:
@@ -103,6 +103,12 @@ def _seconds(text: str) -> float | bool:
     return value or False
 
 
+def _jobs(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of kernels >= 1, got {text!r}")
+    return int(text)
+
+
 def _timeout_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cell-timeout", type=_seconds, default=None, metavar="SECONDS",
                         help="stop the build when one cell runs longer than this (0: no "
@@ -121,6 +127,8 @@ def main(argv: list[str] | None = None) -> int:
     render.add_argument("--no-cache", action="store_true",
                         help="re-execute every cell and rebuild everything")
     _timeout_argument(render)
+    render.add_argument("--jobs", type=_jobs, default=None, metavar="N",
+                        help="chapters run at once, each in its own kernel (default: one per core)")
     preview = sub.add_parser("preview", help="serve on localhost and rebuild on change")
     preview.add_argument("paths", nargs="*", help=".qmd file or project directory (default: .)")
     preview.add_argument("--port", type=int, default=4848, help="port on 127.0.0.1 (default 4848)")

@@ -149,3 +149,12 @@ def test_a_damaged_cache_entry_is_reported_and_its_chapter_run_again(deck, lines
     assert chapters_run(lines) == ["03-outside.qmd"]
     assert any("WARNING cache entry" in l and entry.name in l and "03-outside.qmd" in l
                for l in lines)
+
+
+def test_jobs_must_be_a_whole_number_of_kernels(deck):
+    from deck_helpers import run_cli
+
+    root = deck("chapters")
+    proc = run_cli("render", str(root / "deck.qmd"), "--jobs", "0", cwd=root)
+    assert proc.returncode == 2
+    assert "--jobs: expected a whole number of kernels >= 1, got '0'" in proc.stderr
