@@ -27,7 +27,8 @@ from .cache import cached
 class DeckModel:
     """A model the deck trains: ``name`` (its cache name), ``config`` (the run, in memory)
     and ``average_last`` (average the last k checkpoints at the end; above 1 the run
-    writes its checkpoints into a temporary directory, removed afterwards)."""
+    writes its checkpoints into a temporary directory, removed afterwards, so the
+    result's ``output_dir`` names a directory that no longer exists)."""
 
     name: str
     config: RunConfig
@@ -62,7 +63,7 @@ class DeckModel:
         return cached(self.name, self.train, inputs={"config": self.config, "average_last": self.average_last})
 
     def facts(self) -> list[str]:
-        """The run's settings that a slide states, each as a short phrase of plain words
+        """The run's settings that a slide states, each as a short phrase in markdown
         (a slide joins them into a line or a table; never a repr)."""
         c = self.config
         run = c.definition()
@@ -87,7 +88,7 @@ DATES_MODEL = DeckModel(
 
 
 def pronoun_model() -> RunResult:
-    """The pronoun model of chapters 06, 08, 11a and 20 (the explorer)."""
+    """The pronoun model of chapters 06, 11a and 20 (the explorer)."""
     return PRONOUN_MODEL.result()
 
 
