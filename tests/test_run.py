@@ -142,6 +142,20 @@ def test_a_run_without_an_output_directory_writes_nothing_and_returns_the_model(
                                ("step", 3), ("log", 4), ("step", 4), ("evaluate", 4), ("end", 4)]
 
 
+def test_the_result_carries_the_examples_it_was_trained_validated_and_tested_on(tmp_path):
+    config = tl.RunConfig(**SMALL, task="reverse", steps=2, eval_interval=2, seed=4)
+    result = tl.fit(config)
+    data = tl.make_task("reverse", seed=4, num_train=300, num_validation=20, num_test=20)
+    assert (result.data.train, result.data.validation, result.data.test) == (data.train, data.validation, data.test)
+    assert result.data.src_vocab is result.src_vocab and result.data.tgt_vocab is result.tgt_vocab
+    assert result.test["examples"] == len(result.data.test) == 20
+    assert {s for s, _ in result.data.test}.isdisjoint(s for s, _ in result.data.train)
+    summary = result.summary()
+    assert json.loads(json.dumps(summary)) == summary and "data" not in summary
+    torch.save(result, tmp_path / "result.pt")  # as tt.cached keeps it
+    assert torch.load(tmp_path / "result.pt", weights_only=False).data.test == data.test
+
+
 def test_checkpoint_events_name_the_files_written(tmp_path):
     recorder = Recorder()
     tl.fit(fit_config(tmp_path, task="copy", steps=4, eval_interval=2), [recorder])

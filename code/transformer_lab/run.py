@@ -8,6 +8,7 @@ checkpoints (6.1). Gradient clipping (``clip_norm``) is an option the paper does
     result = fit(RunConfig(task="dates", time_budget=60))             # in memory, no files
     result = fit(RunConfig(task="dates", output_dir="runs/dates"), [ProgressBar()])
     result.model, result.history, result.test
+    result.data.test                                                   # the test examples
 
 With an ``output_dir`` the run writes checkpoints, metrics and a summary there (see
 ``run_files``); Ctrl-C stops after the current step and saves a checkpoint, and
@@ -31,7 +32,7 @@ from torch.nn.parallel import DistributedDataParallel
 
 from .callbacks import Callback, Progress
 from .checkpoint import describe_error, rng_state, set_rng_state
-from .data import Batch, Vocabulary, collate, make_loaders
+from .data import Batch, TaskData, Vocabulary, collate, make_loaders
 from .distributed import (
     DistInfo,
     all_reduce_sum,
@@ -52,7 +53,11 @@ from .training import LabelSmoothingLoss, WarmupSchedule, make_optimizer, train_
 class RunResult:
     """What a run produced. ``model`` is in eval mode, with the averaged weights when
     checkpoints were averaged. ``test`` and ``test_averaged`` are the test split's
-    metrics (on the main process; none after an interruption)."""
+    metrics (on the main process; none after an interruption). ``data`` holds the
+    examples the run was given: ``data.train``, ``data.validation`` and ``data.test``, the
+    (source, target) pairs it trained, validated and was tested on, generated from the
+    run's task and seed (its vocabularies are ``src_vocab`` and ``tgt_vocab``); not part
+    of :meth:`summary`."""
 
     model: Transformer
     src_vocab: Vocabulary
@@ -66,6 +71,7 @@ class RunResult:
     test: dict | None = None
     test_averaged: dict | None = None
     averaged_steps: list[int] | None = None
+    data: TaskData | None = None
 
     def summary(self) -> dict:
         """JSON-ready: what ``summary.json`` holds."""
@@ -366,7 +372,8 @@ class _Trainer:
         """The result; unless interrupted, the test evaluation, the average and the summary."""
         p, loaders = self.progress, self.loaders
         result = RunResult(self.model, loaders.src_vocab, loaders.tgt_vocab, self.run, p.step, p.train_seconds,
-                           interrupted, p.history, None if self.files is None else self.files.path)
+                           interrupted, p.history, None if self.files is None else self.files.path,
+                           data=loaders.data)
         if not interrupted and self.info.is_main:
             result.test = self.test()
             averaged = self.files.average_last(self.config.average_last) if self.files is not None else None

@@ -109,3 +109,91 @@ def test_code_after_a_cached_call_draws_the_same_numbers_on_a_hit_and_a_miss(cac
     assert miss == hit
     random.seed(3), np.random.seed(3), torch.manual_seed(3)
     assert miss == (random.random(), float(np.random.rand()), float(torch.rand(())))
+
+
+def test_the_lock_is_removed_once_the_result_is_written(cache_dir):
+    cache.cached("run", lambda: 1, inputs={"seed": 0})
+    assert [p.suffix for p in cache_dir.iterdir()] == [".pt"]
+
+
+# --------------------------------------------------------------------------- two processes
+# Chapters build in kernels of their own, side by side, and several ask for the same trained
+# model: the second must wait for the first and load its result, not compute it again.
+
+ASK = """
+import json, pathlib, sys, time
+from transformer_lab.teaching import cache
+
+here, who, wait = pathlib.Path(sys.argv[1]), sys.argv[2], sys.argv[3] == "wait"
+
+def compute():
+    (here / f"{who}.computing").touch()
+    while wait and not (here / "release").exists():  # hold the lock until the test says so
+        time.sleep(0.02)
+    with open(here / "computed", "a") as log:
+        log.write(who)
+    return {"by": who}
+
+(here / f"{who}.asking").touch()
+print(json.dumps(cache.cached("slow", compute, inputs={})))
+"""
+
+
+def ask(tmp_path, who, wait):
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, TL_CACHE_DIR=str(tmp_path / "cache"))
+    return subprocess.Popen([sys.executable, "-c", ASK, str(tmp_path), who, "wait" if wait else "no"],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def wait_for(path, process, seconds=60):
+    import time
+
+    deadline = time.monotonic() + seconds
+    while not path.exists():
+        assert process.poll() is None, process.communicate()
+        assert time.monotonic() < deadline, f"{path.name} did not appear"
+        time.sleep(0.02)
+
+
+def answer(process):
+    import json
+
+    out, err = process.communicate(timeout=60)
+    assert process.returncode == 0, err
+    return json.loads(out)
+
+
+@pytest.mark.slow
+def test_a_second_process_waits_for_the_first_and_loads_its_result(tmp_path):
+    import time
+
+    first = ask(tmp_path, "first", wait=True)
+    wait_for(tmp_path / "first.computing", first)
+    second = ask(tmp_path, "second", wait=False)  # would compute at once if it did not wait
+    wait_for(tmp_path / "second.asking", second)
+    time.sleep(1.0)
+    assert second.poll() is None and not (tmp_path / "second.computing").exists()
+    (tmp_path / "release").touch()
+    assert answer(first) == answer(second) == {"by": "first"}
+    assert (tmp_path / "computed").read_text() == "first"
+    assert [p.suffix for p in (tmp_path / "cache").iterdir()] == [".pt"]
+
+
+@pytest.mark.slow
+def test_a_process_that_dies_while_computing_leaves_the_computation_to_the_next(tmp_path):
+    import time
+
+    first = ask(tmp_path, "first", wait=True)
+    wait_for(tmp_path / "first.computing", first)
+    second = ask(tmp_path, "second", wait=False)
+    wait_for(tmp_path / "second.asking", second)
+    time.sleep(0.5)
+    first.kill()  # SIGKILL: no clean-up runs, the kernel drops its lock
+    first.communicate()
+    assert answer(second) == {"by": "second"}
+    assert (tmp_path / "computed").read_text() == "second"
+    assert [p.suffix for p in (tmp_path / "cache").iterdir()] == [".pt"]

@@ -9,16 +9,10 @@ import transformer_lab as tl
 from transformer_lab import teaching as tt
 from transformer_lab.data import ANIMALS
 
-from deck_runs import CHAPTERS, PRONOUN_LINES, pronoun_run, pronoun_test_split
+from deck_runs import pronoun_run
 
 TIRED = "the cat did not cross the road because it was too tired"
 WIDE = "the cat did not cross the road because it was too wide"
-
-
-def test_the_deck_trains_the_pronoun_model_with_these_lines():
-    for chapter in ("06-sdpa.qmd", "11a-trained-attention.qmd", "20-explorer.qmd"):
-        text = (CHAPTERS / chapter).read_text()
-        assert all(line in text for line in PRONOUN_LINES), chapter
 
 
 @pytest.fixture(scope="module")
@@ -28,17 +22,17 @@ def pronoun():
 
 @pytest.fixture(scope="module")
 def stats(pronoun):
-    return tt.antecedent_attention(pronoun.model, pronoun.src_vocab, pronoun_test_split())
+    return tt.antecedent_attention(pronoun.model, pronoun.src_vocab, pronoun.data.test)
 
 
 def split_stats(pronoun, kind):
-    subset = [(s, n) for s, n in pronoun_test_split() if (n in ANIMALS) == (kind == "animal")]
+    subset = [(s, n) for s, n in pronoun.data.test if (n in ANIMALS) == (kind == "animal")]
     return tt.antecedent_attention(pronoun.model, pronoun.src_vocab, subset)
 
 
 @pytest.mark.slow
 def test_the_pronoun_model_resolves_every_held_out_pronoun(pronoun):
-    assert pronoun.step == 150 and pronoun.test["examples"] == 400
+    assert pronoun.step == 150 and pronoun.test["examples"] == len(pronoun.data.test) == 400
     assert pronoun.test["exact_match"] >= 0.99
 
 
@@ -69,7 +63,7 @@ def test_the_best_head_reads_cat_for_tired_and_barely_prefers_road_for_wide(pron
     cat, road = words.index("cat"), words.index("road")
     assert tired[cat] > 0.9
     assert wide[cat] < wide[road] < 0.1
-    train = {s for s, _ in tl.make_task("pronoun", seed=0, num_train=3000, num_validation=400, num_test=400).train}
+    train = {s for s, _ in pronoun.data.train}
     assert TIRED not in train and WIDE not in train
 
 

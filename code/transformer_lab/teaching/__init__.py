@@ -12,9 +12,10 @@ cited data), ``cache`` (expensive results kept on disk, keyed by their inputs an
 package's source), ``by_hand`` (one head and layer normalisation step by step, LaTeX
 matrices), ``bleu`` (BLEU on one sentence pair), ``bpe`` and ``corpus`` (byte-pair encoding
 learned on a small text), ``tables`` (markdown tables), ``legibility`` (text large enough
-for a slide), ``pronoun`` (what a trained encoder's heads do with "it") and
-``decoding_steps`` (greedy decoding step by step, a recorded beam search). This file only
-re-exports them.
+for a slide), ``pronoun`` (what a trained encoder's heads do with "it"),
+``decoding_steps`` (greedy decoding step by step, a recorded beam search) and
+``deck_models`` (the trained models the deck shows, defined once: ``pronoun_model()``,
+``dates_model()``). This file only re-exports them.
 """
 
 from .style import ATTENTION_CMAP, DIVERGING_CMAP, FIGSIZE, MASK_CMAP, OTHER, PALETTE, SERIES_COLORS, STYLE
@@ -37,6 +38,7 @@ from .plots_paper import plot_table2, plot_table3
 from .plots_tokens import plot_vocabulary_tradeoff
 from .introspection import layer_gradient_norms, source_code, source_markdown, trace_shapes
 from .cache import cache_directory, cached, set_cache_directory
+from .deck_models import DATES_MODEL, PRONOUN_MODEL, DeckModel, dates_model, pronoun_model
 from .speed import attention_cost, attention_paths, decode_step_times, median_times
 from .scaling import (
     attention_vs_recurrence,

@@ -11,6 +11,12 @@ Files live in :func:`cache_directory` (``TL_CACHE_DIR``, else ``.cache/transform
 under the working directory). They are written atomically; a file that cannot be read is
 a miss (computed again, with a warning), never an error. Cached files are pickles that
 only this function writes: do not point ``TL_CACHE_DIR`` at files from elsewhere.
+
+Processes that build chapters side by side may ask for the same result at once: a miss
+computes under a lock on ``<key>.lock`` beside the result (``fcntl.flock``, which the
+kernel releases when the process ends, however it ends), so a second process waits for
+the first and then loads its file instead of computing it again. A process that dies
+while computing leaves no result, and the next one in line computes it.
 """
 
 from __future__ import annotations
@@ -24,9 +30,14 @@ import os
 import tempfile
 import warnings
 from pathlib import Path
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, Iterator, TypeVar
 
 import torch
+
+try:
+    import fcntl
+except ImportError:  # Windows: no flock, so no waiting (each process computes its own)
+    fcntl = None
 
 T = TypeVar("T")
 PACKAGE_ROOT = Path(__file__).resolve().parents[1]
@@ -98,20 +109,84 @@ def cached(name: str, compute: Callable[[], T], *, inputs: dict) -> T:
     """``compute()``, or its result from an earlier call with the same name, inputs and
     package source. ``inputs`` must name everything ``compute`` depends on besides the
     package (seeds, sizes, budgets). The random-number generators are left as they were
-    (:func:`random_state_kept`): a hit and a miss look the same to the code after it."""
+    (:func:`random_state_kept`): a hit and a miss look the same to the code after it.
+    While another process computes the same key, this call waits for it and loads its
+    result (see the module docstring)."""
     if not isinstance(inputs, dict):
         raise TypeError(f"inputs must be a dict, got {type(inputs).__name__}")
     path = cache_directory() / f"{cache_key(name, inputs)}.pt"
-    if path.exists():
-        try:
-            return torch.load(path, weights_only=False)
-        except Exception as error:  # a truncated or foreign file: compute again
-            warnings.warn(f"cached result {path} is unreadable ({type(error).__name__}); computing it again",
-                          stacklevel=2)
-    with random_state_kept():
-        value = compute()
-    _write_atomically(path, value)
+    seen = _identity(path)
+    found, value = _read(path)
+    if found:
+        return value
+    with _computing(path):
+        if _identity(path) != seen:  # written (or replaced) while we waited for the lock
+            found, value = _read(path)
+            if found:
+                return value
+        with random_state_kept():
+            value = compute()
+        _write_atomically(path, value)
     return value
+
+
+def _identity(path: Path) -> tuple | None:
+    """What tells one version of a file from another (None: no file)."""
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return None
+    return st.st_ino, st.st_mtime_ns, st.st_size
+
+
+def _read(path: Path) -> tuple[bool, Any]:
+    """(True, the cached value), or (False, None) when there is no readable file."""
+    if not path.exists():
+        return False, None
+    try:
+        return True, torch.load(path, weights_only=False)
+    except Exception as error:  # a truncated or foreign file: compute again
+        warnings.warn(f"cached result {path} is unreadable ({type(error).__name__}); computing it again",
+                      stacklevel=3)
+        return False, None
+
+
+@contextlib.contextmanager
+def _computing(path: Path) -> Iterator[None]:
+    """Hold the exclusive lock on ``<key>.lock`` beside ``path`` for the block, waiting
+    while another process holds it. The holder removes the lock file before releasing it;
+    a waiter that then finds its open file unlinked (or replaced) locks the new one, so
+    every process that computes holds the lock of the file at that name, and none is left
+    behind."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lock = path.with_suffix(".lock")
+    if fcntl is None:
+        yield
+        return
+    while True:
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)  # waits; the kernel releases it if its holder dies
+            if _same_file(fd, lock):
+                break
+        except BaseException:
+            os.close(fd)
+            raise
+        os.close(fd)  # its holder removed it after finishing: take the file now at that name
+    try:
+        yield
+    finally:
+        lock.unlink(missing_ok=True)  # while still held, so a waiter sees it is gone
+        os.close(fd)
+
+
+def _same_file(fd: int, path: Path) -> bool:
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return False
+    own = os.fstat(fd)
+    return (own.st_dev, own.st_ino) == (st.st_dev, st.st_ino)
 
 
 @contextlib.contextmanager
