@@ -158,3 +158,58 @@ def test_jobs_must_be_a_whole_number_of_kernels(deck):
     proc = run_cli("render", str(root / "deck.qmd"), "--jobs", "0", cwd=root)
     assert proc.returncode == 2
     assert "--jobs: expected a whole number of kernels >= 1, got '0'" in proc.stderr
+
+
+# Two chapters of the project's own deck: the edit the issue found stale (one more random
+# draw in 04-positions.qmd, then its undo) and a number in a cell that builds a model.
+REAL_EDITS = [
+    ("04-positions.qmd", "x = torch.randn(1, 5, 16)                       # 5 tokens",
+     "x = torch.randn(1, 5, 16)                       # 5 tokens\n_ = torch.rand(1)"),
+    ("09-feed-forward.qmd", "ffn = tl.PositionwiseFeedForward(d_model=12, d_ff=20)",
+     "ffn = tl.PositionwiseFeedForward(d_model=12, d_ff=24)"),
+]
+
+
+def real_deck_copy(tmp_path: Path) -> Path:
+    """The project's deck sources in ``tmp_path`` (its package and trained-model cache
+    linked, not copied), so edits never touch the repository."""
+    import shutil
+
+    from deck_helpers import REPO
+
+    root = tmp_path / "lab"
+    root.mkdir()
+    for name in ("_quarto.yml", "custom_lab.scss"):
+        shutil.copy(REPO / name, root / name)
+    for name in ("slides", "assets"):
+        shutil.copytree(REPO / name, root / name)
+    (root / "code").symlink_to(REPO / "code")
+    models = REPO / ".cache" / "transformer_lab"
+    models.mkdir(parents=True, exist_ok=True)
+    (root / ".cache").mkdir()
+    (root / ".cache" / "transformer_lab").symlink_to(models)
+    return root
+
+
+def test_the_real_deck_builds_incrementally_as_in_full_for_two_chapters(tmp_path, lines):
+    root = real_deck_copy(tmp_path)
+    deck = root / "slides"
+
+    def html(use_cache=True):
+        lines.clear()
+        result = build_document(deck / "index.qmd", BuildSettings(html_only=True,
+                                                                  use_cache=use_cache), lines)
+        return result.html.read_bytes()
+
+    full = html(use_cache=False)
+    for chapter, old, new in REAL_EDITS:
+        path = deck / "chapters" / chapter
+        text = path.read_text()
+        assert text.count(old) == 1, (chapter, old)
+        path.write_text(text.replace(old, new))
+        incremental = html()
+        assert chapters_run(lines) == [chapter] and incremental != full
+        assert incremental == html(use_cache=False), f"{chapter}: stale output after the edit"
+        path.write_text(text)
+        assert html() == full, f"{chapter}: stale output after undoing the edit"
+        assert chapters_run(lines) == []

@@ -145,12 +145,7 @@ def test_the_setup_cells_define_what_the_chapters_may_take_for_granted():
     assert {"torch", "F", "Figure", "tl", "tt", "show_table", "show_math"} <= setup_names()
 
 
-CROSS_CHAPTER = {"08-multi-head.qmd": "reads maps and words from 06-sdpa.qmd (not changed in issue 18, part 2)"}
-
-
-@pytest.mark.parametrize("chapter", [
-    pytest.param(c, marks=pytest.mark.xfail(strict=True, reason=CROSS_CHAPTER[c])) if c in CROSS_CHAPTER else c
-    for c in included_chapters()])
+@pytest.mark.parametrize("chapter", included_chapters())
 def test_each_chapter_defines_every_name_it_reads(chapter):
     known = setup_names() | set(dir(builtins))
     missing = []
