@@ -21,6 +21,7 @@ Python objects is refused without running any of its code.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import pickle
@@ -30,6 +31,7 @@ import tempfile
 import warnings
 import zipfile
 from pathlib import Path
+from typing import Iterator
 
 import torch
 
@@ -240,7 +242,8 @@ def average_checkpoints(paths: list[str | os.PathLike]) -> dict:
     for p, s in zip(paths, states):
         if s["config"] != last["config"]:
             raise CheckpointError(f"checkpoint {str(p)!r} has a different model config from {str(paths[-1])!r}")
-    averaged = {k: v for k, v in last.items() if k not in ("optimizer", "scheduler", "rng", "sampler", "path")}
+    averaged = {k: v for k, v in last.items()
+                if k not in ("optimizer", "scheduler", "rng", "sampler", "intervals", "path")}
     averaged["model"] = average_state_dicts([s["model"] for s in states])
     averaged["averaged_steps"] = [int(s["step"]) for s in states]
     return averaged
@@ -263,3 +266,15 @@ def set_rng_state(state: dict) -> None:
     torch.set_rng_state(state["torch"])
     if "cuda" in state and torch.cuda.is_available():
         torch.cuda.set_rng_state_all(state["cuda"])
+
+
+@contextlib.contextmanager
+def rng_kept() -> Iterator[None]:
+    """Run the block, then put every generator of :func:`rng_state` back as it was
+    before: what the block draws (a ``DataLoader`` draws a seed each time it is iterated)
+    leaves the training stream, and so dropout, as if the block had not run."""
+    state = rng_state()
+    try:
+        yield
+    finally:
+        set_rng_state(state)

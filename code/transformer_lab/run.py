@@ -30,7 +30,7 @@ import torch
 from torch.nn.parallel import DistributedDataParallel
 
 from .callbacks import Callback, Progress
-from .checkpoint import describe_error, rng_state, set_rng_state
+from .checkpoint import describe_error, rng_kept, rng_state, set_rng_state
 from .data import Batch, Vocabulary, collate, make_loaders
 from .distributed import (
     DistInfo,
@@ -126,6 +126,8 @@ def fit(config: RunConfig, callbacks: Iterable[Callback] = ()) -> RunResult:
         if files is not None and state is None:
             files.check_fresh()
         run = resumed_run(config, state) if state is not None else config.definition()
+        if state is not None:  # the intervals not given are the run's, as it evaluated and saved before
+            config = config.resumed_with(state.get("intervals", {}))
         init_distributed(info, device)
         try:
             trainer = _Trainer(config, run, info, device, files, list(callbacks) if info.is_main else [])
@@ -327,10 +329,11 @@ class _Trainer:
     def after_update(self) -> None:
         step = self.progress.step
         self.emit("on_step")
-        if step % self.schedule.eval_interval == 0 and self.info.is_main:
-            self.emit("on_evaluate", self.validate())
-        if step % self.schedule.checkpoint_interval == 0:
-            self.save()
+        with rng_kept():  # the weights must not depend on when the run evaluates or saves
+            if step % self.schedule.eval_interval == 0 and self.info.is_main:
+                self.emit("on_evaluate", self.validate())
+            if step % self.schedule.checkpoint_interval == 0:
+                self.save()
 
     def validate(self) -> dict:
         p = self.progress
@@ -358,6 +361,7 @@ class _Trainer:
             scheduler=self.scheduler.state_dict(), config=self.model_config.to_dict(),
             src_vocab=self.loaders.src_vocab.to_dict(), tgt_vocab=self.loaders.tgt_vocab.to_dict(), rng=rngs,
             run=self.run, train_seconds=p.train_seconds, sampler=dict(epoch=p.epoch, position=p.position),
+            intervals=self.config.intervals(),
         )
         keep = max(self.config.keep_checkpoints, self.config.average_last)
         self.emit("on_checkpoint", self.files.save(state, keep, p.history))
@@ -379,5 +383,6 @@ class _Trainer:
         return result
 
     def test(self) -> dict:
-        return _strip(evaluate(self.model, self.loaders.test, self.loaders.tgt_vocab, self.loss_fn,
-                               beam_size=self.config.beam_size, device=self.device))
+        with rng_kept():
+            return _strip(evaluate(self.model, self.loaders.test, self.loaders.tgt_vocab, self.loss_fn,
+                                   beam_size=self.config.beam_size, device=self.device))

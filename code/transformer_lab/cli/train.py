@@ -10,7 +10,8 @@ default and help line; this module parses the command line into one and calls
 writes OUTPUT_DIR/checkpoints/step_*.pt (and averaged.pt), metrics.jsonl and
 summary.json. Ctrl-C stops after the current step and saves a checkpoint (exit status
 130); --resume continues exactly, with the options saved in the checkpoint: the options
-given with it must agree with those, except the ones ``--help`` lists as free to change.
+given with it must agree with those, except the ones ``--help`` lists as free to change
+(the evaluation and checkpoint intervals, when not given, are the run's).
 Bad input, a directory in use or not writable, an unusable checkpoint, a full disk: a
 one-line message and exit status 2.
 """
@@ -24,7 +25,7 @@ import typing
 
 from ..callbacks import ConsoleReport, ProgressBar
 from ..run import fit
-from ..run_config import RESUMABLE, RunConfig
+from ..run_config import KEPT_ON_RESUME, RESUMABLE, RunConfig
 from ..run_files import RunDirectory, TrainError
 
 DEFAULT_OUTPUT_DIR = "runs/run"
@@ -51,7 +52,9 @@ def build_parser(defaults: bool = True) -> argparse.ArgumentParser:
         "dropout 0.1); the tiny preset shortens the warm-up for runs of seconds.",
         epilog="--resume continues the run in --output-dir with the options saved in its checkpoint. Options given "
         "with --resume must agree with those, except these, which may change on resume: "
-        + ", ".join(_flag(name) for name in RESUMABLE) + ".",
+        + ", ".join(_flag(name) for name in RESUMABLE) + ". Of these, "
+        + " and ".join(_flag(name) for name in KEPT_ON_RESUME) + " keep the run's values when not given. A run's "
+        "weights do not depend on when it evaluates or saves, nor on an interruption and --resume.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     groups: dict[str, argparse._ArgumentGroup] = {}
