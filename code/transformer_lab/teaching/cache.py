@@ -28,6 +28,8 @@ from typing import Any, Callable, TypeVar
 
 import torch
 
+from ..atomic_files import create_beside
+
 T = TypeVar("T")
 PACKAGE_ROOT = Path(__file__).resolve().parents[1]
 _directory: Path | None = None
@@ -84,7 +86,7 @@ def _write_atomically(path: Path, value: Any) -> None:
     buffer = io.BytesIO()
     torch.save(value, buffer)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = create_beside(path)  # the mode open() gives under the umask, not mkstemp's 0o600
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(buffer.getvalue())
