@@ -21,6 +21,7 @@ import termios
 import time
 
 import pytest
+import torch
 
 import transformer_lab as tl
 from fault_helpers import (
@@ -320,6 +321,37 @@ def test_a_checkpoint_with_an_invalid_run_definition_is_one_line(trained, tmp_pa
                                    f"'huge')")
     with pytest.raises(tl.TrainError, match="holds an invalid run definition: ValueError: preset must be one of"):
         tl.fit(tl.RunConfig(**SMALL, output_dir=str(run), resume=True, steps=4))
+
+
+# -- threads: more than the cores available ---------------------------------------------------------
+
+
+def capped(threads: int, cores: int) -> str:
+    return (f"threads={threads} is more than the {cores} CPU core(s) available to this process; using {cores} "
+            f"(more threads than cores slow every step down)")
+
+
+def test_more_threads_than_cores_are_capped_with_a_warning():
+    cores, before = len(os.sched_getaffinity(0)), torch.get_num_threads()
+    try:
+        with pytest.warns(RuntimeWarning) as caught:
+            result = tl.fit(tl.RunConfig(**SMALL, task="copy", steps=2, threads=cores + 3))
+        assert torch.get_num_threads() == cores
+    finally:
+        torch.set_num_threads(before)
+    assert [str(w.message) for w in caught] == [capped(cores + 3, cores)]
+    assert result.step == 2
+
+
+@pytest.mark.slow
+def test_the_command_line_caps_threads_in_one_warning_line(tmp_path):
+    """The issue's case: --threads 10000 on 2 cores took 123 s for three steps, silently."""
+    cores = len(os.sched_getaffinity(0))
+    result = run_cli("train", *SMALL_ARGS, "--no-progress", "--task", "copy", "--steps", "3", "--threads", "10000",
+                     "--output-dir", tmp_path / "run", timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.splitlines() == [f"warning: {capped(10000, cores)}"]
+    assert result.stdout.startswith("test (20 examples, step 3, ")
 
 
 # -- progress: a bar on a terminal, lines in a log -------------------------------------------------

@@ -19,9 +19,11 @@ DistributedDataParallel (see ``distributed``). Callbacks receive the run's event
 from __future__ import annotations
 
 import contextlib
+import os
 import random
 import signal
 import time
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
@@ -117,7 +119,7 @@ def fit(config: RunConfig, callbacks: Iterable[Callback] = ()) -> RunResult:
     info = env_dist_info()
     device = resolve_device(config.device, info.local_rank)
     if config.threads:
-        torch.set_num_threads(config.threads)
+        torch.set_num_threads(usable_threads(config.threads))
     if config.deterministic:
         torch.use_deterministic_algorithms(True)
     files = RunDirectory(config.output_dir) if config.output_dir is not None else None
@@ -135,6 +137,17 @@ def fit(config: RunConfig, callbacks: Iterable[Callback] = ()) -> RunResult:
             return trainer.train()
         finally:
             shutdown_distributed()
+
+
+def usable_threads(threads: int) -> int:
+    """``threads``, or the number of CPU cores this process may run on if that is fewer
+    (with a RuntimeWarning naming both): more threads than cores only wait for each other."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    if threads <= cores:
+        return threads
+    warnings.warn(f"threads={threads} is more than the {cores} CPU core(s) available to this process; using "
+                  f"{cores} (more threads than cores slow every step down)", RuntimeWarning, stacklevel=3)
+    return cores
 
 
 def resumed_run(config: RunConfig, state: dict) -> dict:

@@ -108,7 +108,8 @@ class RunConfig:
     keep_checkpoints: int = option(5, WHERE, "step checkpoints kept (at least the number averaged)")
     beam_size: int = option(1, WHERE, "final test evaluation: 1 = greedy, else beam search")
     log_interval: int = option(10, WHERE, "record the training loss every N steps")
-    threads: int | None = option(None, WHERE, "torch.set_num_threads (default: PyTorch's)")
+    threads: int | None = option(None, WHERE, "torch.set_num_threads, at most the CPU cores available (more: capped, "
+                                                "with a warning; default: PyTorch's)")
     deterministic: bool = option(False, WHERE, "torch.use_deterministic_algorithms(True)")
 
     def __post_init__(self):

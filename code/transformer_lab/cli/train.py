@@ -13,7 +13,8 @@ summary.json. Ctrl-C stops after the current step and saves a checkpoint (exit s
 given with it must agree with those, except the ones ``--help`` lists as free to change
 (the evaluation and checkpoint intervals, when not given, are the run's).
 Bad input, a directory in use or not writable, an unusable checkpoint, a full disk: a
-one-line message and exit status 2.
+one-line message and exit status 2. A warning (``--threads`` above the cores available,
+which is capped) is one line ``warning: ...``.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import argparse
 import dataclasses
 import sys
 import typing
+import warnings
 
 from ..callbacks import ConsoleReport, ProgressBar
 from ..run import fit
@@ -93,13 +95,19 @@ def parse(argv: list[str] | None = None) -> tuple[RunConfig, bool]:
     return RunConfig.from_run(run, **{**given, "output_dir": options["output_dir"], "resume": True}), progress
 
 
+def _warning_line(message, category, filename, lineno, file=None, line=None) -> None:
+    print(f"warning: {message}", file=sys.stderr, flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
-    try:
-        config, progress = parse(argv)
-        result = fit(config, [ProgressBar(), ConsoleReport()] if progress else [ConsoleReport()])
-    except (ValueError, TypeError, TrainError, FloatingPointError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+    with warnings.catch_warnings():  # restores warnings.showwarning afterwards
+        warnings.showwarning = _warning_line  # a warning is one line, as an error is
+        try:
+            config, progress = parse(argv)
+            result = fit(config, [ProgressBar(), ConsoleReport()] if progress else [ConsoleReport()])
+        except (ValueError, TypeError, TrainError, FloatingPointError) as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
     return 130 if result.interrupted else 0
 
 
