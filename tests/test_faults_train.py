@@ -16,6 +16,7 @@ import shutil
 import signal
 import struct
 import subprocess
+import sys
 import tempfile
 import termios
 import time
@@ -215,22 +216,61 @@ def test_an_unwritable_directory_stops_the_run_before_its_first_step(tmp_path, m
     assert trained_steps == []
 
 
+# Succeeds (exit 0) only if the package imports and writing into the read-only folder
+# sys.argv[1] is refused: the two things the next test needs of the user it runs as.
+ENFORCED_PROBE = """
+import os, sys
+import transformer_lab.cli.train
+try:
+    open(sys.argv[1] + "/probe", "w").close()
+except PermissionError:
+    sys.exit(0)
+os.remove(sys.argv[1] + "/probe")
+sys.exit("file modes are not enforced: it could write into a read-only folder")
+"""
+# Root ignores file modes through these capabilities; without them root is an ordinary owner.
+DAC_CAPABILITIES = "-dac_override,-dac_read_search,-fowner"
+
+
+def with_file_modes_enforced(read_only: str) -> list[str]:
+    """The prefix that runs a command with file modes enforced: none for an ordinary user.
+    Root (who ignores them) first drops the capabilities that override them, keeping its
+    user, so the clone and its .venv stay reachable wherever they are (a private folder:
+    mktemp -d, /root); else it runs as user nobody, who must then reach the interpreter and
+    the code. The test is skipped, naming each reason, when neither can run it."""
+    if os.geteuid() != 0:
+        return []
+    if shutil.which("setpriv") is None:
+        pytest.skip("running as root without setpriv: cannot drop the permissions to test")
+    candidates = {
+        "root without the capabilities that override file modes":
+            ["setpriv", f"--bounding-set={DAC_CAPABILITIES}", f"--inh-caps={DAC_CAPABILITIES}"],
+        "user nobody": ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"],
+    }
+    reasons = []
+    for who, prefix in candidates.items():
+        probe = subprocess.run([*prefix, sys.executable, "-c", ENFORCED_PROBE, read_only], capture_output=True,
+                               text=True, env=cli_env(), timeout=120)
+        if probe.returncode == 0:
+            return prefix
+        reasons.append(f"{who}: {(probe.stderr.strip().splitlines() or ['exit status ' + str(probe.returncode)])[-1]}")
+    pytest.skip("running as root, and no user to run the command line as with file modes enforced ("
+                + "; ".join(reasons) + ")")
+
+
 @pytest.mark.slow
 def test_a_directory_without_write_permission_is_one_line_before_training(tmp_path):
-    """Real permissions. As root (who ignores them) the command runs as user nobody through
-    setpriv; as anyone else, in a directory made read-only with chmod."""
+    """Real permissions: as anyone but root, in a directory made read-only with chmod. Root
+    (who ignores them) runs the command without the capabilities that let it, else as user
+    nobody (see ``with_file_modes_enforced``)."""
     parent = tempfile.mkdtemp(prefix="faults-")  # /tmp: nobody can reach it, unlike pytest's tmp_path
     try:
         out = os.path.join(parent, "run")
         os.makedirs(out)
         os.chmod(parent, 0o755)
         os.chmod(out, 0o555)
-        command = cli_command("train", *SMALL_ARGS, "--no-progress", "--task", "copy", "--steps", "2",
-                              "--output-dir", out)
-        if os.geteuid() == 0:
-            if shutil.which("setpriv") is None:
-                pytest.skip("running as root without setpriv: cannot drop the permissions to test")
-            command = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *command]
+        command = [*with_file_modes_enforced(out), *cli_command(
+            "train", *SMALL_ARGS, "--no-progress", "--task", "copy", "--steps", "2", "--output-dir", out)]
         result = subprocess.run(command, capture_output=True, text=True, timeout=120,
                                 env={**cli_env(), "HOME": parent})
         assert result.returncode == 2 and result.stdout == ""
