@@ -342,6 +342,8 @@ def test_a_directory_with_only_the_averaged_model_cannot_resume(trained, tmp_pat
     (lambda s: s["config"].update(d_model=32), "does not fit this run: ValueError: its model config differs"),
     (lambda s: s.update(src_vocab={"x": 1}), "does not fit this run: ValueError: state must be a dict with keys"),
     (lambda s: s["optimizer"]["param_groups"].append({}), "does not fit this run: ValueError: "),
+    (lambda s: s.update(intervals={"eval_interval": 0}),
+     "holds invalid intervals: ValueError: eval_interval must be a positive int, got 0"),
 ])
 def test_a_checkpoint_that_cannot_be_resumed_is_one_line(trained, tmp_path, capsys, edit, message):
     run = copy_run(trained, tmp_path / "run")

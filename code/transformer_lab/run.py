@@ -129,7 +129,7 @@ def fit(config: RunConfig, callbacks: Iterable[Callback] = ()) -> RunResult:
             files.check_fresh()
         run = resumed_run(config, state) if state is not None else config.definition()
         if state is not None:  # the intervals not given are the run's, as it evaluated and saved before
-            config = config.resumed_with(state.get("intervals", {}))
+            config = resumed_config(config, state)
         init_distributed(info, device)
         try:
             trainer = _Trainer(config, run, info, device, files, list(callbacks) if info.is_main else [])
@@ -166,6 +166,15 @@ def resumed_run(config: RunConfig, state: dict) -> dict:
             f"output directory; only these may change on resume: {', '.join(RESUMABLE)}"
         )
     return dict(state["run"])
+
+
+def resumed_config(config: RunConfig, state: dict) -> RunConfig:
+    """``config`` with the checkpoint's intervals for those it leaves out (``KEPT_ON_RESUME``)."""
+    try:
+        return config.resumed_with(state.get("intervals", {}))
+    except (TypeError, ValueError) as e:
+        raise TrainError(f"cannot resume: checkpoint {state['path']!r} holds invalid intervals: "
+                         f"{describe_error(e)}") from e
 
 
 class _StopFlag:
