@@ -2,6 +2,9 @@
 same logits, memory and attention weights as PyTorch, to 1e-5, at batch sizes and lengths
 other than the ones traced, and greedy decoding with it picks the same tokens."""
 
+import os
+import subprocess
+import sys
 import warnings
 
 import numpy as np
@@ -9,6 +12,7 @@ import pytest
 import torch
 
 import transformer_lab as tl
+from fault_helpers import cli_env
 from transformer_lab import checks
 from transformer_lab.export import (
     decoder_output_names,
@@ -201,3 +205,72 @@ def test_bad_arguments_are_named(random_model, tmp_path):
         to_onnx(torch.nn.Linear(2, 2), tmp_path)
     with pytest.raises(TypeError, match="directory must be a path, got int"):
         to_onnx(random_model, 3)
+
+
+# -- writing the files: a full disk, a failed replace, file modes (issue 23, items 4 and 6) ----------
+
+EXPORT_SCRIPT = """
+import resource, sys, torch
+import transformer_lab as tl
+from transformer_lab.export import to_onnx
+torch.manual_seed(int(sys.argv[2]))
+model = tl.Transformer(tl.TransformerConfig.tiny(23, 19, d_model=12, num_heads=3, d_ff=20))
+limit = int(sys.argv[3])
+resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))  # writing past it fails (EFBIG), as on a full disk
+try:
+    to_onnx(model, sys.argv[1])
+except Exception as e:
+    print(f"{type(e).__name__}: {e}", file=sys.stderr)
+    sys.exit(3)
+"""
+
+
+def export_in_subprocess(directory, seed: int, limit: int):
+    return subprocess.run([sys.executable, "-c", EXPORT_SCRIPT, str(directory), str(seed), str(limit)],
+                          capture_output=True, text=True, env=cli_env(), timeout=120)
+
+
+def files_in(directory) -> dict:
+    return {p.name: p.read_bytes() for p in sorted(directory.iterdir())}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("failing", ["encoder.onnx", "decoder.onnx"])
+def test_a_full_disk_names_the_file_and_keeps_both_old_files(tmp_path, failing):
+    """RLIMIT_FSIZE, as the fault tests use it: the encoder's write fails, or the encoder's
+    succeeds and the decoder's (the larger file) fails. Either way the old pair stays whole."""
+    first = export_in_subprocess(tmp_path, seed=1, limit=10**9)
+    assert first.returncode == 0, first.stderr
+    before = files_in(tmp_path)
+    sizes = {name: len(data) for name, data in before.items()}
+    assert sizes["encoder.onnx"] < sizes["decoder.onnx"]  # so a limit between them fails only the decoder
+    limit = sizes["encoder.onnx"] // 2 if failing == "encoder.onnx" else sum(sizes.values()) // 2
+    result = export_in_subprocess(tmp_path, seed=2, limit=limit)
+    assert result.returncode == 3
+    assert result.stderr.startswith(f"OnnxWriteError: cannot write ONNX file {str(tmp_path / failing)!r} (is the "
+                                    f"disk full or read-only?): OSError: [Errno 27] File too large"), result.stderr
+    assert files_in(tmp_path) == before  # both old files, byte for byte, and no temporary left behind
+
+
+def test_a_failed_replace_puts_the_old_pair_back(random_model, pre_ln_model, tmp_path, monkeypatch):
+    """The decoder cannot be moved into place after the encoder was: the old encoder
+    returns, so the directory never holds one new file beside one old one."""
+    to_onnx(random_model, tmp_path)
+    before = files_in(tmp_path)
+    real_replace = os.replace
+
+    def replace(src, dst):
+        if str(dst).endswith("decoder.onnx"):
+            raise PermissionError(13, "Permission denied", str(dst))
+        return real_replace(src, dst)
+
+    monkeypatch.setattr(os, "replace", replace)
+    with pytest.raises(OSError, match=f"cannot write ONNX file {str(tmp_path / 'decoder.onnx')!r} .*Permission "
+                                      f"denied"):
+        to_onnx(pre_ln_model, tmp_path)
+    assert files_in(tmp_path) == before
+    monkeypatch.undo()
+    paths = to_onnx(pre_ln_model, tmp_path)  # and a later export replaces both
+    after = files_in(tmp_path)
+    assert sorted(after) == sorted(before) and all(after[name] != before[name] for name in before)
+    assert (paths.encoder.name, paths.decoder.name) == ("encoder.onnx", "decoder.onnx")

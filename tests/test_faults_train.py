@@ -16,11 +16,13 @@ import shutil
 import signal
 import struct
 import subprocess
+import sys
 import tempfile
 import termios
 import time
 
 import pytest
+import torch
 
 import transformer_lab as tl
 from fault_helpers import (
@@ -214,22 +216,61 @@ def test_an_unwritable_directory_stops_the_run_before_its_first_step(tmp_path, m
     assert trained_steps == []
 
 
+# Succeeds (exit 0) only if the package imports and writing into the read-only folder
+# sys.argv[1] is refused: the two things the next test needs of the user it runs as.
+ENFORCED_PROBE = """
+import os, sys
+import transformer_lab.cli.train
+try:
+    open(sys.argv[1] + "/probe", "w").close()
+except PermissionError:
+    sys.exit(0)
+os.remove(sys.argv[1] + "/probe")
+sys.exit("file modes are not enforced: it could write into a read-only folder")
+"""
+# Root ignores file modes through these capabilities; without them root is an ordinary owner.
+DAC_CAPABILITIES = "-dac_override,-dac_read_search,-fowner"
+
+
+def with_file_modes_enforced(read_only: str) -> list[str]:
+    """The prefix that runs a command with file modes enforced: none for an ordinary user.
+    Root (who ignores them) first drops the capabilities that override them, keeping its
+    user, so the clone and its .venv stay reachable wherever they are (a private folder:
+    mktemp -d, /root); else it runs as user nobody, who must then reach the interpreter and
+    the code. The test is skipped, naming each reason, when neither can run it."""
+    if os.geteuid() != 0:
+        return []
+    if shutil.which("setpriv") is None:
+        pytest.skip("running as root without setpriv: cannot drop the permissions to test")
+    candidates = {
+        "root without the capabilities that override file modes":
+            ["setpriv", f"--bounding-set={DAC_CAPABILITIES}", f"--inh-caps={DAC_CAPABILITIES}"],
+        "user nobody": ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"],
+    }
+    reasons = []
+    for who, prefix in candidates.items():
+        probe = subprocess.run([*prefix, sys.executable, "-c", ENFORCED_PROBE, read_only], capture_output=True,
+                               text=True, env=cli_env(), timeout=120)
+        if probe.returncode == 0:
+            return prefix
+        reasons.append(f"{who}: {(probe.stderr.strip().splitlines() or ['exit status ' + str(probe.returncode)])[-1]}")
+    pytest.skip("running as root, and no user to run the command line as with file modes enforced ("
+                + "; ".join(reasons) + ")")
+
+
 @pytest.mark.slow
 def test_a_directory_without_write_permission_is_one_line_before_training(tmp_path):
-    """Real permissions. As root (who ignores them) the command runs as user nobody through
-    setpriv; as anyone else, in a directory made read-only with chmod."""
+    """Real permissions: as anyone but root, in a directory made read-only with chmod. Root
+    (who ignores them) runs the command without the capabilities that let it, else as user
+    nobody (see ``with_file_modes_enforced``)."""
     parent = tempfile.mkdtemp(prefix="faults-")  # /tmp: nobody can reach it, unlike pytest's tmp_path
     try:
         out = os.path.join(parent, "run")
         os.makedirs(out)
         os.chmod(parent, 0o755)
         os.chmod(out, 0o555)
-        command = cli_command("train", *SMALL_ARGS, "--no-progress", "--task", "copy", "--steps", "2",
-                              "--output-dir", out)
-        if os.geteuid() == 0:
-            if shutil.which("setpriv") is None:
-                pytest.skip("running as root without setpriv: cannot drop the permissions to test")
-            command = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *command]
+        command = [*with_file_modes_enforced(out), *cli_command(
+            "train", *SMALL_ARGS, "--no-progress", "--task", "copy", "--steps", "2", "--output-dir", out)]
         result = subprocess.run(command, capture_output=True, text=True, timeout=120,
                                 env={**cli_env(), "HOME": parent})
         assert result.returncode == 2 and result.stdout == ""
@@ -301,6 +342,8 @@ def test_a_directory_with_only_the_averaged_model_cannot_resume(trained, tmp_pat
     (lambda s: s["config"].update(d_model=32), "does not fit this run: ValueError: its model config differs"),
     (lambda s: s.update(src_vocab={"x": 1}), "does not fit this run: ValueError: state must be a dict with keys"),
     (lambda s: s["optimizer"]["param_groups"].append({}), "does not fit this run: ValueError: "),
+    (lambda s: s.update(intervals={"eval_interval": 0}),
+     "holds invalid intervals: ValueError: eval_interval must be a positive int, got 0"),
 ])
 def test_a_checkpoint_that_cannot_be_resumed_is_one_line(trained, tmp_path, capsys, edit, message):
     run = copy_run(trained, tmp_path / "run")
@@ -320,6 +363,37 @@ def test_a_checkpoint_with_an_invalid_run_definition_is_one_line(trained, tmp_pa
                                    f"'huge')")
     with pytest.raises(tl.TrainError, match="holds an invalid run definition: ValueError: preset must be one of"):
         tl.fit(tl.RunConfig(**SMALL, output_dir=str(run), resume=True, steps=4))
+
+
+# -- threads: more than the cores available ---------------------------------------------------------
+
+
+def capped(threads: int, cores: int) -> str:
+    return (f"threads={threads} is more than the {cores} CPU core(s) available to this process; using {cores} "
+            f"(more threads than cores slow every step down)")
+
+
+def test_more_threads_than_cores_are_capped_with_a_warning():
+    cores, before = len(os.sched_getaffinity(0)), torch.get_num_threads()
+    try:
+        with pytest.warns(RuntimeWarning) as caught:
+            result = tl.fit(tl.RunConfig(**SMALL, task="copy", steps=2, threads=cores + 3))
+        assert torch.get_num_threads() == cores
+    finally:
+        torch.set_num_threads(before)
+    assert [str(w.message) for w in caught] == [capped(cores + 3, cores)]
+    assert result.step == 2
+
+
+@pytest.mark.slow
+def test_the_command_line_caps_threads_in_one_warning_line(tmp_path):
+    """The issue's case: --threads 10000 on 2 cores took 123 s for three steps, silently."""
+    cores = len(os.sched_getaffinity(0))
+    result = run_cli("train", *SMALL_ARGS, "--no-progress", "--task", "copy", "--steps", "3", "--threads", "10000",
+                     "--output-dir", tmp_path / "run", timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.splitlines() == [f"warning: {capped(10000, cores)}"]
+    assert result.stdout.startswith("test (20 examples, step 3, ")
 
 
 # -- progress: a bar on a terminal, lines in a log -------------------------------------------------

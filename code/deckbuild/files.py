@@ -2,6 +2,11 @@
 sources read as UTF-8 with an error naming the file and line of the first bad byte,
 writes that land whole or not at all, unique temporary names, folders checked to be
 writable before any cell runs, and one build of a document at a time.
+
+Every file written through a temporary (the HTML, the PDF, the build stamp) gets the mode
+a plain ``open`` gives under the umask (:func:`create_beside`): 0o644 under umask 022, so
+a web server running as another user can read the deck. ``tempfile.mkstemp`` would make
+it 0o600, and ``os.replace`` keeps the temporary's mode.
 """
 
 from __future__ import annotations
@@ -9,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import secrets
 import tempfile
 from pathlib import Path
 from typing import Iterator
@@ -37,7 +43,7 @@ def write_atomic(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` through a temporary file renamed over it: a reader (or
     the next build, after a crash or a full disk) sees the old file or the new one whole."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    fd, tmp = create_beside(path.parent, f".{path.name}.", ".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
@@ -53,9 +59,25 @@ def write_atomic(path: Path, text: str) -> None:
 def temporary_beside(path: Path, suffix: str) -> Path:
     """A new, uniquely named empty file in ``path``'s folder (``.<stem>.<random><suffix>``),
     so that two builds never share a temporary."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=suffix)
+    fd, tmp = create_beside(path.parent, f".{path.stem}.", suffix)
     os.close(fd)
     return Path(tmp)
+
+
+def create_beside(folder: Path, prefix: str, suffix: str) -> tuple[int, str]:
+    """A new empty file ``<prefix><random><suffix>`` in ``folder``, open for writing:
+    ``(descriptor, its path)`` as ``tempfile.mkstemp`` returns them, but with the mode a
+    plain ``open`` gives (0o666 less the umask), which the final file keeps. (The same as
+    ``transformer_lab.atomic_files.create_beside``: the renderer does not import the
+    library, which would load torch.)"""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL
+    for _ in range(100):
+        tmp = Path(folder) / f"{prefix}{secrets.token_hex(6)}{suffix}"
+        try:
+            return os.open(tmp, flags, 0o666), str(tmp)  # the kernel applies the umask, as for open()
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"no unused temporary name in {str(folder)!r} after 100 attempts")
 
 
 def check_writable(folders: dict[Path, str]) -> None:

@@ -7,9 +7,9 @@ checkpoints." (Section 6.1 of Vaswani et al., 2017.)
 A checkpoint is one ``torch.save`` file holding a dict with the model, optimiser and
 scheduler state, the step, the model config, both vocabularies, the RNG states and the
 sampler's epoch and position: everything needed to continue a run exactly. Files are
-written to a temporary name in the same directory and moved into place with
-``os.replace``, so a crash or Ctrl-C never leaves a half-written checkpoint under the
-real name. Files are named ``step_00001234.pt`` inside a run's ``checkpoints/`` folder.
+written to a temporary name in the same directory (with the mode ``open`` gives under the
+umask, see ``atomic_files``) and moved into place with ``os.replace``, so a crash or
+Ctrl-C never leaves a half-written checkpoint under the real name. Files are named ``step_00001234.pt`` inside a run's ``checkpoints/`` folder.
 
 Each checkpoint carries a SHA-256 digest of its contents (every tensor's bytes, dtype and
 shape, and every other value, in order), checked on load: bytes flipped on disk inside a
@@ -21,19 +21,21 @@ Python objects is refused without running any of its code.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import pickle
 import random
 import re
-import tempfile
 import warnings
 import zipfile
 from pathlib import Path
+from typing import Iterator
 
 import torch
 
 from . import checks
+from .atomic_files import create_beside
 
 FORMAT = "transformer_lab.checkpoint/2"
 UNVERIFIED_FORMAT = "transformer_lab.checkpoint/1"  # the same, without the digest
@@ -105,7 +107,7 @@ def save_checkpoint(state: dict, path: str | os.PathLike) -> Path:
     tmp = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        fd, tmp = create_beside(path)  # the mode open() gives, not mkstemp's 0o600
         with os.fdopen(fd, "wb") as f:
             torch.save(payload, f)
             f.flush()
@@ -240,7 +242,8 @@ def average_checkpoints(paths: list[str | os.PathLike]) -> dict:
     for p, s in zip(paths, states):
         if s["config"] != last["config"]:
             raise CheckpointError(f"checkpoint {str(p)!r} has a different model config from {str(paths[-1])!r}")
-    averaged = {k: v for k, v in last.items() if k not in ("optimizer", "scheduler", "rng", "sampler", "path")}
+    averaged = {k: v for k, v in last.items()
+                if k not in ("optimizer", "scheduler", "rng", "sampler", "intervals", "path")}
     averaged["model"] = average_state_dicts([s["model"] for s in states])
     averaged["averaged_steps"] = [int(s["step"]) for s in states]
     return averaged
@@ -263,3 +266,15 @@ def set_rng_state(state: dict) -> None:
     torch.set_rng_state(state["torch"])
     if "cuda" in state and torch.cuda.is_available():
         torch.cuda.set_rng_state_all(state["cuda"])
+
+
+@contextlib.contextmanager
+def rng_kept() -> Iterator[None]:
+    """Run the block, then put every generator of :func:`rng_state` back as it was
+    before: what the block draws (a ``DataLoader`` draws a seed each time it is iterated)
+    leaves the training stream, and so dropout, as if the block had not run."""
+    state = rng_state()
+    try:
+        yield
+    finally:
+        set_rng_state(state)

@@ -18,10 +18,17 @@ the ``torch.export``-based one, and writes smaller files. The model's argument c
 that read token values or need a plain ``int`` size step aside while it traces
 (:func:`transformer_lab.checks.exporting`). Shapes: B batch, S source length, T target
 length, D d_model, H heads, V target vocabulary.
+
+Both files are written under temporary names beside their final ones and moved into place
+together once both are whole: after a failure (a full disk, a read-only folder) the
+directory holds the old pair or the new pair, never one of each, and the error
+(:class:`OnnxWriteError`) names the file. The files get the mode ``open`` would give them
+(``atomic_files``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 import warnings
@@ -31,6 +38,8 @@ from pathlib import Path
 import torch
 from torch import Tensor, nn
 
+from .atomic_files import create_beside
+from .checkpoint import describe_error
 from .model import Transformer
 from .recording import record_attention
 
@@ -86,6 +95,10 @@ class OnnxPaths:
     decoder: Path
 
 
+class OnnxWriteError(OSError):
+    """An ONNX file that could not be written or moved into place (its message names it)."""
+
+
 def _export(module: nn.Module, args: tuple, path: Path, inputs: dict, outputs: list[str]) -> None:
     """``inputs``: name -> its dynamic axes {axis: name}; the outputs' shapes follow them."""
     with warnings.catch_warnings():
@@ -114,17 +127,86 @@ def to_onnx(model: Transformer, directory: str | os.PathLike) -> OnnxPaths:
     tgt = torch.full((2, 3), model.config.pad_id + 1, dtype=torch.long, device=device) % model.config.tgt_vocab_size
     batch, source, target = {0: "batch"}, {0: "batch", 1: "source"}, {0: "batch", 1: "target"}
     paths = OnnxPaths(directory / ENCODER_FILE, directory / DECODER_FILE)
+    written: dict[Path, str] = {}  # final path -> its complete temporary
     try:
         encoder, decoder = EncoderWithAttention(model).eval(), DecoderStepWithAttention(model).eval()
         with torch.no_grad():
             memory = model.encode(src)  # (2, 5, D)
-            _export(encoder, (src,), paths.encoder, {"src": source}, encoder_output_names(num_layers))
-            _export(decoder, (src, memory, tgt), paths.decoder,
-                    {"src": source, "memory": {**batch, 1: "source"}, "tgt": target},
-                    decoder_output_names(num_layers))
+            with _writing(paths.encoder, written) as tmp:
+                _export(encoder, (src,), tmp, {"src": source}, encoder_output_names(num_layers))
+            with _writing(paths.decoder, written) as tmp:
+                _export(decoder, (src, memory, tgt), tmp,
+                        {"src": source, "memory": {**batch, 1: "source"}, "tgt": target},
+                        decoder_output_names(num_layers))
+        _replace_together(written)
     finally:
         model.train(was_training)
+        for tmp in written.values():
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
     return paths
+
+
+def _error(path: Path, error: BaseException) -> OnnxWriteError:
+    return OnnxWriteError(f"cannot write ONNX file {str(path)!r} (is the disk full or read-only?): "
+                          f"{describe_error(error)}")
+
+
+@contextlib.contextmanager
+def _writing(path: Path, written: dict[Path, str]):
+    """A temporary beside ``path`` for the block to write, flushed to disk after it and
+    recorded in ``written``; a failed write is an :class:`OnnxWriteError` naming ``path``."""
+    tmp = None
+    try:
+        fd, tmp = create_beside(path)
+        os.close(fd)
+        yield Path(tmp)
+        with open(tmp, "rb+") as f:
+            os.fsync(f.fileno())
+        written[path] = tmp
+    except OSError as e:
+        if tmp is not None and path not in written:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+        raise _error(path, e) from e
+
+
+def _replace_together(written: dict[Path, str]) -> None:
+    """Move every temporary over its final path; if one move fails, put the files already
+    moved back as they were (the old file, or none), so the pair stays old or new."""
+    moved: list[tuple[Path, str | None]] = []  # a final path, and the name its old file is kept under
+    try:
+        for path, tmp in written.items():
+            try:
+                moved.append((path, _keep_old(path)))
+                os.replace(tmp, path)
+            except OSError as e:
+                raise _error(path, e) from e
+    except OSError:
+        for path, old in reversed(moved):
+            with contextlib.suppress(OSError):
+                os.replace(old, path) if old is not None else os.unlink(path)
+        raise
+    finally:
+        for _, old in moved:
+            if old is not None:
+                with contextlib.suppress(OSError):
+                    os.unlink(old)
+
+
+def _keep_old(path: Path) -> str | None:
+    """A second name beside ``path`` for its current file (None when there is none): a
+    hard link, so ``path`` never goes missing, or where there are no hard links a rename."""
+    if not path.exists():
+        return None
+    fd, old = create_beside(path, ".old")
+    os.close(fd)
+    os.unlink(old)
+    try:
+        os.link(path, old)
+    except OSError:
+        os.replace(path, old)
+    return old
 
 
 def to_onnx_bytes(model: Transformer) -> tuple[bytes, bytes]:

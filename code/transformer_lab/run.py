@@ -20,9 +20,11 @@ DistributedDataParallel (see ``distributed``). Callbacks receive the run's event
 from __future__ import annotations
 
 import contextlib
+import os
 import random
 import signal
 import time
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
@@ -31,7 +33,7 @@ import torch
 from torch.nn.parallel import DistributedDataParallel
 
 from .callbacks import Callback, Progress
-from .checkpoint import describe_error, rng_state, set_rng_state
+from .checkpoint import describe_error, rng_kept, rng_state, set_rng_state
 from .data import Batch, TaskData, Vocabulary, collate, make_loaders
 from .distributed import (
     DistInfo,
@@ -123,7 +125,7 @@ def fit(config: RunConfig, callbacks: Iterable[Callback] = ()) -> RunResult:
     info = env_dist_info()
     device = resolve_device(config.device, info.local_rank)
     if config.threads:
-        torch.set_num_threads(config.threads)
+        torch.set_num_threads(usable_threads(config.threads))
     if config.deterministic:
         torch.use_deterministic_algorithms(True)
     files = RunDirectory(config.output_dir) if config.output_dir is not None else None
@@ -132,6 +134,8 @@ def fit(config: RunConfig, callbacks: Iterable[Callback] = ()) -> RunResult:
         if files is not None and state is None:
             files.check_fresh()
         run = resumed_run(config, state) if state is not None else config.definition()
+        if state is not None:  # the intervals not given are the run's, as it evaluated and saved before
+            config = resumed_config(config, state)
         init_distributed(info, device)
         try:
             trainer = _Trainer(config, run, info, device, files, list(callbacks) if info.is_main else [])
@@ -139,6 +143,17 @@ def fit(config: RunConfig, callbacks: Iterable[Callback] = ()) -> RunResult:
             return trainer.train()
         finally:
             shutdown_distributed()
+
+
+def usable_threads(threads: int) -> int:
+    """``threads``, or the number of CPU cores this process may run on if that is fewer
+    (with a RuntimeWarning naming both): more threads than cores only wait for each other."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    if threads <= cores:
+        return threads
+    warnings.warn(f"threads={threads} is more than the {cores} CPU core(s) available to this process; using "
+                  f"{cores} (more threads than cores slow every step down)", RuntimeWarning, stacklevel=3)
+    return cores
 
 
 def resumed_run(config: RunConfig, state: dict) -> dict:
@@ -157,6 +172,15 @@ def resumed_run(config: RunConfig, state: dict) -> dict:
             f"output directory; only these may change on resume: {', '.join(RESUMABLE)}"
         )
     return dict(state["run"])
+
+
+def resumed_config(config: RunConfig, state: dict) -> RunConfig:
+    """``config`` with the checkpoint's intervals for those it leaves out (``KEPT_ON_RESUME``)."""
+    try:
+        return config.resumed_with(state.get("intervals", {}))
+    except (TypeError, ValueError) as e:
+        raise TrainError(f"cannot resume: checkpoint {state['path']!r} holds invalid intervals: "
+                         f"{describe_error(e)}") from e
 
 
 class _StopFlag:
@@ -333,10 +357,11 @@ class _Trainer:
     def after_update(self) -> None:
         step = self.progress.step
         self.emit("on_step")
-        if step % self.schedule.eval_interval == 0 and self.info.is_main:
-            self.emit("on_evaluate", self.validate())
-        if step % self.schedule.checkpoint_interval == 0:
-            self.save()
+        with rng_kept():  # the weights must not depend on when the run evaluates or saves
+            if step % self.schedule.eval_interval == 0 and self.info.is_main:
+                self.emit("on_evaluate", self.validate())
+            if step % self.schedule.checkpoint_interval == 0:
+                self.save()
 
     def validate(self) -> dict:
         p = self.progress
@@ -364,6 +389,7 @@ class _Trainer:
             scheduler=self.scheduler.state_dict(), config=self.model_config.to_dict(),
             src_vocab=self.loaders.src_vocab.to_dict(), tgt_vocab=self.loaders.tgt_vocab.to_dict(), rng=rngs,
             run=self.run, train_seconds=p.train_seconds, sampler=dict(epoch=p.epoch, position=p.position),
+            intervals=self.config.intervals(),
         )
         keep = max(self.config.keep_checkpoints, self.config.average_last)
         self.emit("on_checkpoint", self.files.save(state, keep, p.history))
@@ -386,5 +412,6 @@ class _Trainer:
         return result
 
     def test(self) -> dict:
-        return _strip(evaluate(self.model, self.loaders.test, self.loaders.tgt_vocab, self.loss_fn,
-                               beam_size=self.config.beam_size, device=self.device))
+        with rng_kept():
+            return _strip(evaluate(self.model, self.loaders.test, self.loaders.tgt_vocab, self.loss_fn,
+                                   beam_size=self.config.beam_size, device=self.device))

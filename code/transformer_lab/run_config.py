@@ -14,7 +14,10 @@ The options in ``RUN_OPTIONS`` define a run (its data, model and optimisation) a
 saved in every checkpoint; a resumed run must agree with them (:meth:`RunConfig.conflicts`
 lists each difference), and :meth:`RunConfig.from_run` rebuilds a config from them. The
 others (``RESUMABLE``: how long, how often to evaluate and save, where) may change on
-resume.
+resume. The intervals of ``KEPT_ON_RESUME`` are saved too: a resumed run that is not
+given them evaluates and saves as the run did before (:meth:`RunConfig.resumed_with`).
+A run's weights never depend on them: evaluating and saving leave the random state as
+they found it.
 """
 
 from __future__ import annotations
@@ -47,6 +50,9 @@ MODEL_OPTIONS = ("d_model", "num_layers", "num_heads", "d_ff", "dropout")
 # The options that define a run: saved in its checkpoints, fixed for its whole life.
 RUN_OPTIONS = ("task", "preset", "seed", "num_train", "num_eval", "max_tokens", "warmup_steps", "lr_factor",
                "label_smoothing", "clip_norm") + MODEL_OPTIONS
+# How often a run evaluates and saves: saved in its checkpoints, and taken from there by a
+# resumed run that leaves them at None (not given).
+KEPT_ON_RESUME = ("eval_interval", "checkpoint_interval")
 
 # The groups of the command line's --help, in order.
 WHAT, HOW_LONG, OPTIMISATION, WHERE = "what to train", "how long", "optimisation (Section 5.3-5.4)", "where and how"
@@ -102,7 +108,8 @@ class RunConfig:
     keep_checkpoints: int = option(5, WHERE, "step checkpoints kept (at least the number averaged)")
     beam_size: int = option(1, WHERE, "final test evaluation: 1 = greedy, else beam search")
     log_interval: int = option(10, WHERE, "record the training loss every N steps")
-    threads: int | None = option(None, WHERE, "torch.set_num_threads (default: PyTorch's)")
+    threads: int | None = option(None, WHERE, "torch.set_num_threads, at most the CPU cores available (more: capped, "
+                                                "with a warning; default: PyTorch's)")
     deterministic: bool = option(False, WHERE, "torch.use_deterministic_algorithms(True)")
 
     def __post_init__(self):
@@ -140,6 +147,19 @@ class RunConfig:
         options = {name: run[name] for name in RUN_OPTIONS if name not in MODEL_OPTIONS}
         options.update(dropout=run["dropout"], **run["model_overrides"])
         return cls(**{**options, **changes})
+
+    def intervals(self) -> dict:
+        """The options of ``KEPT_ON_RESUME`` as given (``None``: the default), as a
+        checkpoint saves them."""
+        return {name: getattr(self, name) for name in KEPT_ON_RESUME}
+
+    def resumed_with(self, saved: dict) -> "RunConfig":
+        """This config, with each option of ``KEPT_ON_RESUME`` it leaves at ``None`` taken
+        from ``saved`` (a checkpoint's ``intervals``; older checkpoints have none)."""
+        if not isinstance(saved, dict):
+            raise TypeError(f"saved must be a dict of intervals, got {type(saved).__name__}")
+        kept = {name: saved[name] for name in KEPT_ON_RESUME if getattr(self, name) is None and name in saved}
+        return self.replace(**kept) if kept else self
 
     def resolved(self) -> dict:
         """Every option of ``RUN_OPTIONS`` with the value this run uses: the preset's

@@ -10,7 +10,8 @@ Nothing is ever overwritten by a new run: a directory that holds checkpoints can
 resumed, and one run at a time holds the directory's lock (``fcntl.flock`` on ``.lock``:
 the kernel releases it when the process ends, however it ends, so a killed run never
 blocks the next one). The directory is checked for writing before the first step, and
-every file is written atomically (a temporary name, then ``os.replace``); a failed write
+every file is written atomically (a temporary name, then ``os.replace``), with the mode
+``open`` gives under the umask (``atomic_files``); a failed write
 (a full disk) is a :class:`TrainError` naming the file, the earlier files intact.
 """
 
@@ -35,6 +36,7 @@ from .checkpoint import (
     prune_checkpoints,
     save_checkpoint,
 )
+from .atomic_files import create_beside
 
 try:
     import fcntl
@@ -177,10 +179,9 @@ def _write_atomically(path: Path, text: str) -> None:
     """Write ``text`` to a temporary file beside ``path``, then move it into place."""
     tmp = None
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        fd, tmp = create_beside(path)  # the mode open() gives under the umask, not mkstemp's 0o600
         with os.fdopen(fd, "w") as f:
             f.write(text)
-        os.chmod(tmp, 0o644)  # mkstemp's 0o600 would hide the metrics from other users
         os.replace(tmp, path)
     except OSError as e:
         raise TrainError(f"cannot write {str(path)!r} (is the disk full or read-only?): {e.strerror or e}") from e

@@ -10,9 +10,11 @@ default and help line; this module parses the command line into one and calls
 writes OUTPUT_DIR/checkpoints/step_*.pt (and averaged.pt), metrics.jsonl and
 summary.json. Ctrl-C stops after the current step and saves a checkpoint (exit status
 130); --resume continues exactly, with the options saved in the checkpoint: the options
-given with it must agree with those, except the ones ``--help`` lists as free to change.
+given with it must agree with those, except the ones ``--help`` lists as free to change
+(the evaluation and checkpoint intervals, when not given, are the run's).
 Bad input, a directory in use or not writable, an unusable checkpoint, a full disk: a
-one-line message and exit status 2.
+one-line message and exit status 2. A warning (``--threads`` above the cores available,
+which is capped) is one line ``warning: ...``.
 """
 
 from __future__ import annotations
@@ -21,10 +23,11 @@ import argparse
 import dataclasses
 import sys
 import typing
+import warnings
 
 from ..callbacks import ConsoleReport, ProgressBar
 from ..run import fit
-from ..run_config import RESUMABLE, RunConfig
+from ..run_config import KEPT_ON_RESUME, RESUMABLE, RunConfig
 from ..run_files import RunDirectory, TrainError
 
 DEFAULT_OUTPUT_DIR = "runs/run"
@@ -51,7 +54,9 @@ def build_parser(defaults: bool = True) -> argparse.ArgumentParser:
         "dropout 0.1); the tiny preset shortens the warm-up for runs of seconds.",
         epilog="--resume continues the run in --output-dir with the options saved in its checkpoint. Options given "
         "with --resume must agree with those, except these, which may change on resume: "
-        + ", ".join(_flag(name) for name in RESUMABLE) + ".",
+        + ", ".join(_flag(name) for name in RESUMABLE) + ". Of these, "
+        + " and ".join(_flag(name) for name in KEPT_ON_RESUME) + " keep the run's values when not given. A run's "
+        "weights do not depend on when it evaluates or saves, nor on an interruption and --resume.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     groups: dict[str, argparse._ArgumentGroup] = {}
@@ -90,13 +95,19 @@ def parse(argv: list[str] | None = None) -> tuple[RunConfig, bool]:
     return RunConfig.from_run(run, **{**given, "output_dir": options["output_dir"], "resume": True}), progress
 
 
+def _warning_line(message, category, filename, lineno, file=None, line=None) -> None:
+    print(f"warning: {message}", file=sys.stderr, flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
-    try:
-        config, progress = parse(argv)
-        result = fit(config, [ProgressBar(), ConsoleReport()] if progress else [ConsoleReport()])
-    except (ValueError, TypeError, TrainError, FloatingPointError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+    with warnings.catch_warnings():  # restores warnings.showwarning afterwards
+        warnings.showwarning = _warning_line  # a warning is one line, as an error is
+        try:
+            config, progress = parse(argv)
+            result = fit(config, [ProgressBar(), ConsoleReport()] if progress else [ConsoleReport()])
+        except (ValueError, TypeError, TrainError, FloatingPointError) as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
     return 130 if result.interrupted else 0
 
 

@@ -27,13 +27,14 @@ import hashlib
 import io
 import json
 import os
-import tempfile
 import warnings
 from pathlib import Path
 from typing import Any, Callable, Iterator, TypeVar
 
 import torch
 
+from ..atomic_files import create_beside
+from ..checkpoint import rng_kept
 try:
     import fcntl
 except ImportError:  # Windows: no flock, so no waiting (each process computes its own)
@@ -95,7 +96,7 @@ def _write_atomically(path: Path, value: Any) -> None:
     buffer = io.BytesIO()
     torch.save(value, buffer)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = create_beside(path)  # the mode open() gives under the umask, not mkstemp's 0o600
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(buffer.getvalue())
@@ -192,17 +193,15 @@ def _same_file(fd: int, path: Path) -> bool:
 @contextlib.contextmanager
 def random_state_kept():
     """Run a block and leave the random-number generators (Python's ``random``, NumPy's and
-    PyTorch's CPU generator) as the block found them. :func:`cached` computes inside it, so
-    code after a cached call draws the same numbers whether the result was computed (which
-    may draw many) or read from disk (which draws none)."""
-    import random
-
+    PyTorch's) as the block found them. :func:`cached` computes inside it, so code after a
+    cached call draws the same numbers whether the result was computed (which may draw
+    many) or read from disk (which draws none). Training's :func:`~transformer_lab.checkpoint.rng_kept`
+    and NumPy's generator, which the deck's cells also use."""
     import numpy as np
 
-    states = random.getstate(), np.random.get_state(), torch.get_rng_state()
-    try:
-        yield
-    finally:
-        random.setstate(states[0])
-        np.random.set_state(states[1])
-        torch.set_rng_state(states[2])
+    numpy_state = np.random.get_state()
+    with rng_kept():
+        try:
+            yield
+        finally:
+            np.random.set_state(numpy_state)
