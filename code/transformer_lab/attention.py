@@ -150,7 +150,9 @@ def scaled_dot_product_attention(
     else:
         weights = attention_weights(query, key, mask, bias=bias)  # (..., T, S)
         on_weights(weights)
-        output = F.dropout(weights, dropout_p) @ value  # (..., T, V)
+        if dropout_p:                   # no Dropout op at all in evaluation (ONNX export)
+            weights = F.dropout(weights, dropout_p)
+        output = weights @ value  # (..., T, V)
     if mask is not None:
         # The fused kernels disagree on rows with no visible key (zeros on CPU, NaN on
         # some GPU kernels); pin them to zero like attention_weights does.
