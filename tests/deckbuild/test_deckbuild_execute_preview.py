@@ -94,3 +94,15 @@ def test_only_the_sources_folders_are_watched(tmp_path):
         assert doc.resolve() in _saved(watcher)
     finally:
         watcher.close()
+
+
+def test_an_edit_to_the_project_options_is_built(deck, preview):
+    """_quarto.yml is read again on each rebuild; before, the preview kept the options it
+    had started with and an edit to them rebuilt the deck unchanged."""
+    root = deck("preview")
+    p = preview(root / "deck.qmd")
+    p.wait(lambda: p.get("/deck.html")[0] == 200, "the first build")
+    assert b"Project footer" not in p.get("/deck.html")[1]
+    config = root / "_quarto.yml"
+    config.write_text(config.read_text() + '    footer: "Project footer"\n')
+    p.wait(lambda: b"Project footer" in p.get("/deck.html")[1], "the footer from _quarto.yml")
