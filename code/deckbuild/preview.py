@@ -277,12 +277,17 @@ def watch(watcher: Watcher, sources: Callable[[], Sources], rebuild: Callable[[]
     current = sources()
     watcher.aim(current)
     while True:
-        changed = sorted(p for p in watcher.wait(timeout=1.0) if current.relevant(p, loose=not ok))
+        paths = watcher.wait(timeout=1.0)
+        moved = sorted(p for p in paths if current.is_folder(p))
+        if moved:                       # the files in it are read by the rebuild below
+            watcher.aim(current, anew=True)
+        changed = sorted(p for p in paths if current.relevant(p, loose=not ok)) or moved
         if not changed:
             continue
         first = changed[0].relative_to(root) if changed[0].is_relative_to(root) else changed[0]
         more = f" and {len(changed) - 1} more" if len(changed) > 1 else ""
         emit(f"[deckbuild] changed: {first}{more}")
         ok = rebuild()
-        current = sources()
+        # after a failed build, also the files found before (a missing include's folder)
+        current = sources() if ok else sources() | current
         watcher.aim(current)

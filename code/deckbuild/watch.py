@@ -39,6 +39,11 @@ class Sources:
         """The folders watched one level deep: those holding the files."""
         return frozenset(f.parent for f in self.files if f.parent.is_dir())
 
+    def is_folder(self, path: Path) -> bool:
+        """Whether ``path`` is a folder of the sources (a change to it, such as its removal
+        or its creation anew, calls for new watchers)."""
+        return path in self.trees or any(path == f.parent for f in self.files)
+
     def relevant(self, path: Path, loose: bool = False) -> bool:
         """Whether a change to ``path`` can change the deck; ``loose``: also any file of a
         source kind in a watched folder (after a failed build)."""
@@ -102,17 +107,23 @@ class Watcher:
     changes: queue.Queue = field(default_factory=queue.Queue)
     groups: dict = field(default_factory=dict)    # (folders, recursive) -> _Group
 
-    def aim(self, sources: Sources) -> None:
+    def aim(self, sources: Sources, anew: bool = False) -> None:
         """Watch ``sources``: new watchers start (and are running) before old ones stop,
-        so no change falls between them."""
+        so no change falls between them. ``anew``: replace every watcher (a watched
+        folder was removed or created again, which an old watcher no longer sees)."""
         wanted = {key for key in ((tuple(sorted(sources.folders)), False),
                                   (tuple(sorted(t for t in sources.trees if t.is_dir())), True))
                   if key[0]}
+        old = dict(self.groups) if anew else {}
+        if anew:
+            self.groups.clear()
         started = [self._start(*key) for key in wanted - self.groups.keys()]
         for group in started:
             group.ready.wait(5 * READY_MS / 1000)
         for key in list(self.groups.keys() - wanted):
             self.groups.pop(key).stop.set()
+        for group in old.values():
+            group.stop.set()
 
     def _start(self, folders: tuple, recursive: bool) -> _Group:
         stop, ready = threading.Event(), threading.Event()

@@ -106,3 +106,48 @@ def test_an_edit_to_the_project_options_is_built(deck, preview):
     config = root / "_quarto.yml"
     config.write_text(config.read_text() + '    footer: "Project footer"\n')
     p.wait(lambda: b"Project footer" in p.get("/deck.html")[1], "the footer from _quarto.yml")
+
+
+def test_a_folder_removed_and_created_again_is_watched_again(tmp_path):
+    """An included file's folder is deleted (the build fails) and, after that build, made
+    again with the file: the preview rebuilds, and watches the new folder (an inotify
+    watch dies with its folder)."""
+    import shutil
+    import threading
+
+    deck, part = tmp_path / "deck.qmd", tmp_path / "parts" / "one.qmd"
+    part.parent.mkdir()
+    deck.write_text("{{< include parts/one.qmd >}}\n")
+    part.write_text("a")
+    sources = watch.Sources(frozenset({deck.resolve(), part.resolve()}))
+    watcher = watch.Watcher()
+    watcher.aim(sources)
+    calls, done = [], threading.Event()
+
+    def put_back():
+        part.parent.mkdir()
+        part.write_text("b")
+
+    def rebuild():
+        calls.append(part.read_text() if part.exists() else None)
+        if len(calls) == 1:         # the author puts the folder back after this build failed
+            threading.Timer(0.5, put_back).start()
+            return False
+        if len(calls) == 2:
+            time.sleep(0.3)
+            part.write_text("c")    # seen only through a new watcher of the new folder
+            return True
+        done.set()
+        raise Done
+
+    def run():
+        with pytest.raises(Done):
+            preview.watch(watcher, lambda: sources, rebuild, lambda *a, **k: None, tmp_path)
+
+    shutil.rmtree(part.parent)
+    threading.Thread(target=run, daemon=True).start()
+    try:
+        done.wait(10)
+    finally:
+        watcher.close()
+    assert calls == [None, "b", "c"]
