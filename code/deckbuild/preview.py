@@ -279,8 +279,9 @@ def watch(watcher: Watcher, sources: Callable[[], Sources], rebuild: Callable[[]
     while True:
         paths = watcher.wait(timeout=1.0)
         moved = sorted(p for p in paths if current.is_folder(p))
-        if moved:                       # the files in it are read by the rebuild below
-            watcher.aim(current, anew=True)
+        # a folder removed or made again needs new watchers (the rebuild below reads the
+        # files in it); a watcher that failed is started again
+        watcher.aim(current, anew=bool(moved))
         changed = sorted(p for p in paths if current.relevant(p, loose=not ok)) or moved
         if not changed:
             continue

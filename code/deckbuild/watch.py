@@ -136,13 +136,21 @@ class Watcher:
     def _run(self, folders, recursive: bool, stop: threading.Event, ready: threading.Event):
         import watchfiles
 
-        for batch in watchfiles.watch(*folders, watch_filter=None, recursive=recursive,
-                                      stop_event=stop, yield_on_timeout=True,
-                                      rust_timeout=READY_MS, step=STEP_MS,
-                                      debounce=DEBOUNCE_MS, raise_interrupt=False):
+        try:
+            for batch in watchfiles.watch(*folders, watch_filter=None, recursive=recursive,
+                                          stop_event=stop, yield_on_timeout=True,
+                                          rust_timeout=READY_MS, step=STEP_MS,
+                                          debounce=DEBOUNCE_MS, raise_interrupt=False):
+                ready.set()
+                if batch:
+                    self.changes.put({Path(p) for _, p in batch})
+        except Exception:  # noqa: BLE001 - a folder gone meanwhile...: the next aim starts anew
+            group = self.groups.get((folders, recursive))
+            if group is not None and group.stop is stop:
+                del self.groups[(folders, recursive)]
+            self.changes.put(set())             # wakes the loop, which aims again
+        finally:
             ready.set()
-            if batch:
-                self.changes.put({Path(p) for _, p in batch})
 
     def wait(self, timeout: float | None = None) -> set[Path]:
         """The paths changed since the last call (waits for the first one)."""
