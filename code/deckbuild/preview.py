@@ -253,7 +253,8 @@ def serve(targets: list, port: int, open_browser: bool, use_cache: bool,
     watcher.aim(sources())          # before the first build: a save during it is seen
     ok = rebuild()
     url = f"http://127.0.0.1:{server.server_address[1]}/{out_html.relative_to(serve_dir).as_posix()}"
-    emit(f"[deckbuild] preview at {url}  (watching {root}; Ctrl-C to stop)")
+    emit(f"[deckbuild] preview at {url}  (watching the files the build reads under {root}; "
+         "Ctrl-C to stop)")
     threading.Thread(target=server.serve_forever, daemon=True).start()
     if open_browser:
         try:
