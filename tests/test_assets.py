@@ -19,11 +19,13 @@ from pathlib import Path
 
 import pytest
 
+from deckbuild.findings import MIN_TEXT_PX
+
 ROOT = Path(__file__).resolve().parents[1]
 ASSETS = sorted((ROOT / "assets").glob("*.svg"))
 CHAPTERS = sorted((ROOT / "slides" / "chapters").glob("*.qmd"))
 SVG_NS = "{http://www.w3.org/2000/svg}"
-SLIDE_WIDTH, MIN_TEXT_PX = 1050, 20.0
+SLIDE_WIDTH = 1050
 ROLE_COLOURS = {"#0072b2": "query", "#e69f00": "key", "#009e73": "value", "#3d3d3d": "mask"}
 OLD_MASK = "#d55e00"
 IMAGE_LINE = re.compile(r"!\[[^\]]*\]\(\.\./assets/([\w.-]+\.svg)\)\{([^}]*)\}")

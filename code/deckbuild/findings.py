@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import re
 
-MIN_TEXT_PX = 20.0          # no rendered text under 20 px at the deck's slide size
+# No rendered text under 20 px at the deck's 1050 x 700 slide size. The one definition:
+# the package's figure helpers (transformer_lab.teaching.legibility) and the tests of the
+# hand-drawn diagrams import it from here (this module needs nothing but `re`).
+MIN_TEXT_PX = 20.0
 THIN_FRACTION = 1 / 3       # painted content must cover at least a third of the slide
 TITLE_ONLY_LIMIT = 5        # at most five slides may carry only their title
 CHECKS = ("small text", "raster image", "thin slide", "title-only", "raw repr")

@@ -73,6 +73,9 @@ def pandoc_args(md: Path, out: Path, css: Path, opts: dict, node_modules: Path,
         args += ["-c", sheet]
     if opts["incremental"]:
         args.append("--incremental")
+    for name in ("smaller", "scrollable"):   # document-wide: a class on the .reveal element
+        if opts[name]:
+            args += ["-V", f"deckbuild-{name}=true"]
     if opts.get("logo"):
         args += ["-V", f"logo={opts['logo']}"]
     if opts.get("title"):

@@ -1,5 +1,11 @@
-"""The preview server: build the HTML, serve the output folder on 127.0.0.1, rebuild
-when a source file changes; the open page polls a version number and reloads itself."""
+"""The preview server: build the HTML, serve the output folder on 127.0.0.1, rebuild when
+a source file changes (the operating system's notifications, see ``watch.py``).
+
+The pages it serves carry a script (``resources/preview.js``, added as they are served,
+never written into the deck) that waits for the next build: a build that changed the deck
+reloads the page on the same slide; a failed one shows its error (message, file and line)
+over the last good deck until a build succeeds.
+"""
 
 from __future__ import annotations
 
@@ -12,46 +18,19 @@ import sys
 import threading
 import traceback
 import urllib.parse
-import time
 import webbrowser
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
 from .build import BuildSettings, build_document, output_paths
 from .errors import DeckError
+from .options import load_project
+from .resources import read_resource
+from .watch import Sources, Watcher, sources_of
 
-WATCHED = ("**/*.qmd", "**/*.yml", "**/*.scss", "**/*.py", "**/*.svg", "**/*.png", "**/*.jpg",
-           "**/*.md")
-SKIPPED = ("node_modules", ".venv", ".git", ".cache")
 VERSION_PATH = "/__deckbuild/version"
-
-LIVE_RELOAD_JS = """<script>
-(function () {
-  if (!location.protocol.startsWith("http")) return;   // only when served by preview
-  let seen = null, box = null;
-  function show(error) {                  // the last build's error, over the last good deck
-    if (!error) { if (box) box.remove(); box = null; return; }
-    if (!box) {
-      box = document.createElement("pre");
-      box.id = "deckbuild-error";
-      box.style.cssText = "position:fixed;inset:1em;z-index:10000;margin:0;padding:1em;" +
-        "overflow:auto;background:#fff8f8;color:#700;border:3px solid #c00;font:14px monospace;" +
-        "white-space:pre-wrap";
-      document.body.appendChild(box);
-    }
-    box.textContent = "deckbuild preview: the last build failed (the deck below is the " +
-      "last good one); fix the source and save to rebuild.\n\n" + error;
-  }
-  setInterval(function () {
-    fetch('/__deckbuild/version').then(r => r.json()).then(v => {
-      if (seen !== null && v.version !== seen) location.reload();
-      seen = v.version;
-      show(v.error);
-    }).catch(() => {});
-  }, 700);
-})();
-</script>"""
+LONG_POLL_S = 25.0        # a page's request for the next state is answered within this
 
 ERROR_PAGE = """<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>deckbuild preview: build failed</title></head>
@@ -59,28 +38,48 @@ ERROR_PAGE = """<!DOCTYPE html>
 yet; fix the source and save to rebuild.
 
 {error}</pre>
-{script}</body></html>"""
+</body></html>"""
 
 
 @dataclass
 class PreviewState:
+    """What the open pages follow. ``version`` counts the builds that changed a deck (a
+    page reloads when it moves); ``generation`` counts every finished build."""
+
     version: int = 0
+    generation: int = 0
     error: str = ""
+    where: str = ""                 # file:line of the error, relative to the project
+    changed: threading.Condition = field(default_factory=threading.Condition)
+
+    def publish(self, wrote: bool, error: str = "", where: str = "") -> None:
+        with self.changed:
+            self.version += wrote
+            self.generation += 1
+            self.error, self.where = error, where
+            self.changed.notify_all()
+
+    def snapshot(self, after: int | None = None, timeout: float = LONG_POLL_S) -> dict:
+        """The state now, or (``after``: a generation) once a later build has finished."""
+        with self.changed:
+            if after is not None:
+                self.changed.wait_for(lambda: self.generation != after, timeout)
+            return {"version": self.version, "generation": self.generation,
+                    "error": self.error, "where": self.where}
 
 
-def watched_files(root: Path) -> dict[str, float]:
-    """Modification times of every source file under ``root`` (outputs and tools skipped)."""
-    out = {}
-    for pattern in WATCHED:
-        for f in root.glob(pattern):
-            parts = f.relative_to(root).parts
-            if parts[0] in SKIPPED or parts[0].startswith("_output") or "__pycache__" in parts:
-                continue
-            try:
-                out[str(f)] = f.stat().st_mtime
-            except OSError:
-                pass
-    return out
+def page_script(state: dict) -> bytes:
+    """The script added to a served page: the state it was served at, then preview.js."""
+    data = json.dumps(state).replace("</", "<\\/")
+    return (f"<script>window.deckbuildPreview = {data};</script>\n"
+            f"<script>\n{read_resource('preview.js')}</script>\n").encode()
+
+
+def with_script(page: bytes, state: dict) -> bytes:
+    """``page`` with the preview script before its last ``</body>`` (at the end if none)."""
+    at = page.rfind(b"</body>")
+    at = len(page) if at < 0 else at
+    return page[:at] + page_script(state) + page[at:]
 
 
 def allowed_host(header: str | None, bound: str) -> bool:
@@ -97,48 +96,73 @@ def allowed_host(header: str | None, bound: str) -> bool:
     return host in {"localhost", "127.0.0.1", "::1", bound.lower()}
 
 
-def _handler(state: PreviewState, directory: Path, bound: str):
-    class Handler(http.server.SimpleHTTPRequestHandler):
-        def _refused(self) -> bool:
-            """Answer a request that must not be served (bad Host, NUL in the path)."""
-            if not allowed_host(self.headers.get("Host"), bound):
-                self.send_error(403, "Host not allowed: open the deck at 127.0.0.1 or localhost")
-                return True
-            if "\0" in urllib.parse.unquote(self.path):
-                self.send_error(400, "NUL byte in the path")
-                return True
-            return False
+def _after(query: str) -> int | None:
+    values = urllib.parse.parse_qs(query).get("after")
+    try:
+        return int(values[0]) if values else None
+    except ValueError:
+        return None
 
-        def do_GET(self):  # noqa: N802
-            if self._refused():
-                return
-            if self.path.startswith(VERSION_PATH):
-                body = json.dumps({"version": state.version, "error": state.error}).encode()
-                self._send(200, "application/json", body)
-                return
-            if state.error and self.path.split("?")[0].endswith((".html", "/")) \
-                    and not Path(self.translate_path(self.path)).is_file():
-                page = ERROR_PAGE.format(error=html.escape(state.error), script=LIVE_RELOAD_JS)
-                self._send(500, "text/html; charset=utf-8", page.encode())
-                return
+
+class Handler(http.server.SimpleHTTPRequestHandler):
+    """The output folder's files; pages with the preview script; the state for pages."""
+
+    def __init__(self, *args, state: PreviewState, bound: str, **kwargs):
+        self.state, self.bound = state, bound
+        super().__init__(*args, **kwargs)
+
+    def _refused(self) -> bool:
+        """Answer a request that must not be served (bad Host, NUL in the path)."""
+        if not allowed_host(self.headers.get("Host"), self.bound):
+            self.send_error(403, "Host not allowed: open the deck at 127.0.0.1 or localhost")
+            return True
+        if "\0" in urllib.parse.unquote(self.path):
+            self.send_error(400, "NUL byte in the path")
+            return True
+        return False
+
+    def do_GET(self):  # noqa: N802
+        if self._refused():
+            return
+        path, _, query = self.path.partition("?")
+        if path == VERSION_PATH:
+            body = json.dumps(self.state.snapshot(_after(query))).encode()
+            self._send(200, "application/json", body)
+        elif path.endswith((".html", "/")):
+            self._page(path)
+        elif path == "/favicon.ico" and not Path(self.translate_path(path)).is_file():
+            self._send(204, "image/x-icon", b"")     # no 404 in the page's console
+        else:
             super().do_GET()
 
-        def do_HEAD(self):  # noqa: N802
-            if not self._refused():
-                super().do_HEAD()
+    def _page(self, path: str) -> None:
+        """A page with the preview script; the state is read before the file, so a page
+        is never older than the version it says it is."""
+        now = self.state.snapshot()
+        file = Path(self.translate_path(path))
+        file = file / "index.html" if file.is_dir() else file
+        if file.is_file():
+            self._send(200, "text/html; charset=utf-8", with_script(file.read_bytes(), now))
+        elif now["error"]:
+            page = ERROR_PAGE.format(error=html.escape(now["error"])).encode()
+            self._send(500, "text/html; charset=utf-8", with_script(page, now))
+        else:
+            super().do_GET()        # a folder's listing, or 404
 
-        def _send(self, status: int, content_type: str, body: bytes) -> None:
-            self.send_response(status)
-            self.send_header("Content-Type", content_type)
-            self.send_header("Cache-Control", "no-store")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+    def do_HEAD(self):  # noqa: N802
+        if not self._refused():
+            super().do_HEAD()
 
-        def log_message(self, *a):
-            pass
+    def _send(self, status: int, content_type: str, body: bytes) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Cache-Control", "no-store")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
 
-    return functools.partial(Handler, directory=str(directory))
+    def log_message(self, *a):
+        pass
 
 
 class PreviewServer(http.server.ThreadingHTTPServer):
@@ -160,28 +184,57 @@ def _listen(port: int, state: PreviewState, serve_dir: Path, emit) -> PreviewSer
     """Bind the port first, so a port in use is reported before anything is built."""
     host = "127.0.0.1"
     try:
-        return PreviewServer((host, port), _handler(state, serve_dir, host), emit)
+        handler = functools.partial(Handler, state=state, bound=host, directory=str(serve_dir))
+        return PreviewServer((host, port), handler, emit)
     except OSError as exc:
         hint = ("another preview may be running; " if exc.errno == errno.EADDRINUSE else "")
         raise DeckError(f"cannot serve the preview on {host}:{port}: {exc.strerror} "
                         f"({hint}choose another port with --port)") from None
 
 
-def _rebuilder(targets: list, settings: BuildSettings, state: PreviewState, emit):
-    def rebuild():
-        """Build every target; any error is shown (console and page), never fatal."""
+def _where(exc: DeckError, root: Path) -> str:
+    """``file:line`` of an error, the file relative to the project when inside it."""
+    if exc.file is None:
+        return ""
+    file = Path(exc.file)
+    shown = file.relative_to(root) if file.is_absolute() and file.is_relative_to(root) else file
+    return f"{shown}:{exc.line}" if exc.line else str(shown)
+
+
+def _fresh(targets: list) -> list:
+    """The targets with their project read again (an edit to _quarto.yml counts)."""
+    return [(doc, load_project(project.root) if project else None) for doc, project in targets]
+
+
+def _rebuilder(targets: list, settings: BuildSettings, state: PreviewState, root: Path, emit):
+    def rebuild() -> bool:
+        """Build every target; any error is shown (console and page), never fatal.
+        Returns whether the build succeeded."""
+        wrote = False
         try:
-            for d, p in targets:
-                build_document(d, settings, emit, p)
-            state.error = ""
+            for d, p in _fresh(targets):
+                wrote |= not build_document(d, settings, emit, p).up_to_date
         except DeckError as exc:
-            state.error = str(exc)
             emit(f"\nERROR {exc}")
+            state.publish(wrote, str(exc), _where(exc, root))
+            return False
         except Exception as exc:  # noqa: BLE001 - the preview outlives a deckbuild bug
-            state.error = f"{type(exc).__name__}: {exc}"
             emit(f"\nERROR (unexpected, a deckbuild bug) {traceback.format_exc()}")
-        state.version += 1
+            state.publish(wrote, f"{type(exc).__name__}: {exc}")
+            return False
+        state.publish(wrote)
+        return True
     return rebuild
+
+
+def _sources(targets: list) -> Callable[[], Sources]:
+    def current() -> Sources:
+        try:
+            fresh = _fresh(targets)
+        except DeckError:
+            fresh = targets                 # a broken _quarto.yml: watch what we knew
+        return functools.reduce(Sources.__or__, (sources_of(d, p) for d, p in fresh), Sources())
+    return current
 
 
 def serve(targets: list, port: int, open_browser: bool, use_cache: bool,
@@ -189,16 +242,19 @@ def serve(targets: list, port: int, open_browser: bool, use_cache: bool,
     """Build ``targets`` ((document, project) pairs), serve them and rebuild on change."""
     doc, project = targets[0]
     root = project.root if project else doc.parent
-    settings = BuildSettings(html_only=True, use_cache=use_cache, extra_js=LIVE_RELOAD_JS,
-                             cell_timeout=cell_timeout)
+    settings = BuildSettings(html_only=True, use_cache=use_cache, cell_timeout=cell_timeout)
     state = PreviewState()
     out_html, _ = output_paths(doc, project)
     serve_dir = out_html.parent if project is None else project.output_dir
     server = _listen(port, state, serve_dir, emit)
-    rebuild = _rebuilder(targets, settings, state, emit)
-    rebuild()
+    rebuild = _rebuilder(targets, settings, state, root, emit)
+    watcher = Watcher()
+    sources = _sources(targets)
+    watcher.aim(sources())          # before the first build: a save during it is seen
+    ok = rebuild()
     url = f"http://127.0.0.1:{server.server_address[1]}/{out_html.relative_to(serve_dir).as_posix()}"
-    emit(f"[deckbuild] preview at {url}  (watching {root}; Ctrl-C to stop)")
+    emit(f"[deckbuild] preview at {url}  (watching the files the build reads under {root}; "
+         "Ctrl-C to stop)")
     threading.Thread(target=server.serve_forever, daemon=True).start()
     if open_browser:
         try:
@@ -206,22 +262,34 @@ def serve(targets: list, port: int, open_browser: bool, use_cache: bool,
         except Exception:  # noqa: BLE001 - no browser is not an error for a server
             pass
     try:
-        _watch(root, rebuild, emit)
+        watch(watcher, sources, rebuild, emit, root, ok)
     finally:
+        watcher.close()
         server.shutdown()
         server.server_close()
     return 0
 
 
-def _watch(root: Path, rebuild: Callable[[], None], emit) -> None:
-    seen = watched_files(root)
+def watch(watcher: Watcher, sources: Callable[[], Sources], rebuild: Callable[[], bool],
+          emit, root: Path, ok: bool = True) -> None:
+    """Rebuild on every change to the sources, for ever. A file saved while a build runs
+    is reported afterwards and builds again; the sources are found again after each build
+    (a new include is watched from then on)."""
+    current = sources()
+    watcher.aim(current)
     while True:
-        time.sleep(0.5)
-        now = watched_files(root)
-        if now != seen:
-            changed = sorted(set(now.items()) ^ set(seen.items()))
-            emit(f"[deckbuild] changed: {Path(changed[0][0]).relative_to(root)}")
-            # the snapshot is taken before the build: a file saved while it runs is seen
-            # as a change afterwards and builds again, instead of being missed
-            seen = now
-            rebuild()
+        paths = watcher.wait(timeout=1.0)
+        moved = sorted(p for p in paths if current.is_folder(p))
+        # a folder removed or made again needs new watchers (the rebuild below reads the
+        # files in it); a watcher that failed is started again
+        watcher.aim(current, anew=bool(moved))
+        changed = sorted(p for p in paths if current.relevant(p, loose=not ok)) or moved
+        if not changed:
+            continue
+        first = changed[0].relative_to(root) if changed[0].is_relative_to(root) else changed[0]
+        more = f" and {len(changed) - 1} more" if len(changed) > 1 else ""
+        emit(f"[deckbuild] changed: {first}{more}")
+        ok = rebuild()
+        # after a failed build, also the files found before (a missing include's folder)
+        current = sources() if ok else sources() | current
+        watcher.aim(current)

@@ -21,9 +21,8 @@ from pathlib import Path
 from . import schema
 from .errors import DeckError, DeckWarning
 from .options import Options
-from .source import Cell, Document, Markdown
+from .source import Cell, Document, Markdown, track_code_fence
 
-FENCE_RE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
 DIV_BARE_CLASS_RE = re.compile(r"^:{3,}\s*([A-Za-z][\w-]*)\s*$")
 # an attribute block after a span/link/image, on a div fence or at the end of a heading
 ATTR_RE = re.compile(r"(?:^:{3,}\s*|[\])]|^#{1,6}\s.*?)\{([^{}]*)\}")
@@ -111,11 +110,8 @@ def _markdown_classes(block: Markdown):
     """(class, line) for every class written in a markdown block, code and math skipped."""
     fence, in_math = None, False
     for line in block.lines:
-        m = FENCE_RE.match(line.text)
-        if m and (fence is None or m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence)):
-            fence = None if fence else m.group(1)
-            continue
-        if fence:
+        fence, is_fence = track_code_fence(fence, line.text)
+        if is_fence or fence:
             continue
         if line.text.count("$$") % 2:
             in_math = not in_math
@@ -160,10 +156,8 @@ def _text_lines(block: Markdown):
     """Lines of a markdown block outside fenced code, with inline code removed."""
     fence = None
     for line in block.lines:
-        m = FENCE_RE.match(line.text)
-        if m and (fence is None or m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence)):
-            fence = None if fence else m.group(1)
-        elif not fence:
+        fence, is_fence = track_code_fence(fence, line.text)
+        if not is_fence and not fence:
             yield line, INLINE_CODE_RE.sub("", line.text)
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from deck_helpers import REPO, copy_deck
+from deck_helpers import REPO, Preview, copy_deck
 
 HERE = Path(__file__).parent
 PYTHON_PACKAGES = ("yaml", "nbclient", "nbformat", "ipykernel", "jupyter_client", "pypandoc",
@@ -118,3 +118,17 @@ class Lines(list):
 @pytest.fixture
 def lines():
     return Lines()
+
+
+@pytest.fixture
+def preview(tmp_path):
+    """preview(target) -> a running `deckbuild preview` (stopped after the test)."""
+    started = []
+
+    def start(target: Path, port: int | None = None) -> Preview:
+        started.append(Preview(target, tmp_path / f"console-{len(started)}.txt", port))
+        return started[-1]
+    yield start
+    for p in started:
+        if p.proc.poll() is None:
+            p.stop()

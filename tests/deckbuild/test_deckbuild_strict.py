@@ -100,3 +100,15 @@ def test_warnings_are_printed_by_the_command_line(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert f"{doc}:5: warning: option 'toc' is not implemented by deckbuild" in proc.stderr
     assert f"{doc}:10: warning: class '.nowhere' is not implemented" in proc.stderr
+
+
+def test_classes_inside_code_are_skipped_with_the_fence_rules_of_commonmark(tmp_path):
+    """A fence line with an info string (```` ```python ````) inside a code block does not
+    close it (CommonMark): the class in the code is not reported, the one after the real
+    closing fence is. The class check and the include reader share one fence tracker."""
+    from deckbuild import source, strict
+
+    doc = tmp_path / "d.qmd"
+    doc.write_text("## S\n\n```\n```python\n[x]{.in-code}\n```\n\n[y]{.after-code}\n")
+    warnings = strict.check_classes(source.parse(doc, tmp_path), css="")
+    assert [(w.line, w.message.split(" is ")[0]) for w in warnings] == [(8, "class '.after-code'")]

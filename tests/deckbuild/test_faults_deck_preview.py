@@ -1,86 +1,14 @@
 """Fault cases (issue 11) of the preview server: a port in use, build errors while it
 runs, requests from other sites (DNS rebinding) and malformed paths."""
 
-import http.client
-import json
 import os
 import socket
 import subprocess
 import sys
-import time
-from pathlib import Path
-
-import pytest
 
 from deck_helpers import REPO
 
 TRACEBACK = "Traceback (most recent call last)"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Preview:
-    """A `deckbuild preview` process; its console goes to a file the test can read."""
-
-    def __init__(self, target: Path, log: Path, port: int | None = None):
-        self.port = port or _free_port()
-        self.log = log
-        env = dict(os.environ, PYTHONPATH=str(REPO / "code"))
-        with open(log, "w") as out:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "deckbuild", "preview", str(target), "--no-browser",
-                 "--port", str(self.port)], stdout=out, stderr=subprocess.STDOUT, env=env)
-
-    def console(self) -> str:
-        return self.log.read_text()
-
-    def get(self, path: str, host: str | None = None) -> tuple[int, bytes]:
-        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
-        try:
-            conn.putrequest("GET", path, skip_host=True)
-            conn.putheader("Host", f"127.0.0.1:{self.port}" if host is None else host)
-            conn.endheaders()
-            response = conn.getresponse()
-            return response.status, response.read()
-        finally:
-            conn.close()
-
-    def state(self) -> dict:
-        return json.loads(self.get("/__deckbuild/version")[1])
-
-    def wait(self, ready, what: str, timeout: float = 90):
-        deadline = time.time() + timeout
-        while time.time() < deadline:
-            assert self.proc.poll() is None, f"preview exited:\n{self.console()}"
-            try:
-                value = ready()
-                if value:
-                    return value
-            except OSError:
-                pass
-            time.sleep(0.3)
-        raise AssertionError(f"timed out waiting for {what}:\n{self.console()}")
-
-    def stop(self):
-        self.proc.terminate()
-        self.proc.wait(timeout=30)
-
-
-@pytest.fixture
-def preview(tmp_path):
-    started = []
-
-    def start(target: Path, port: int | None = None) -> Preview:
-        started.append(Preview(target, tmp_path / f"console-{len(started)}.txt", port))
-        return started[-1]
-    yield start
-    for p in started:
-        if p.proc.poll() is None:
-            p.stop()
 
 
 def test_a_port_in_use_is_found_before_building(deck, tmp_path):

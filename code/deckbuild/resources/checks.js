@@ -11,7 +11,8 @@ window.__deckbuildCheckSlide = function () {
     right: (r.right - origin.left) / scale, bottom: (r.bottom - origin.top) / scale,
   });
   const problems = [];
-  const scrollable = slide.classList.contains("scrollable");
+  // a slide that scrolls (its own .scrollable, or `scrollable: true` for the whole deck)
+  const scrollable = ["auto", "scroll"].includes(getComputedStyle(slide).overflowY);
 
   function hidden(el) {
     for (let e = el; e && e !== slide.parentElement; e = e.parentElement) {

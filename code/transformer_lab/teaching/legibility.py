@@ -14,10 +14,11 @@ from typing import NamedTuple
 from matplotlib.figure import Figure
 from matplotlib.text import Text
 
+from deckbuild.findings import MIN_TEXT_PX  # noqa: F401 - re-exported: one floor for figures and deck
+
 from .. import checks
 from .style import DISPLAY_DPI, SLIDE_WIDTH_PX, TEXT_PT
 
-MIN_TEXT_PX = 20.0
 #: The widths (px) of the places a slide shows a figure: the whole slide, or one column of
 #: ``.columns`` at the given share of the slide's width.
 PLACES = {"slide": SLIDE_WIDTH_PX, "column 56%": 0.56 * SLIDE_WIDTH_PX, "column 50%": 0.5 * SLIDE_WIDTH_PX,

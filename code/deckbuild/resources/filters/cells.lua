@@ -2,11 +2,11 @@
 --   output-location: fragment | column | column-fragment | slide
 --   code-line-numbers: true | false | "1,3|5-6" (steps, run by deckbuild.js)
 --   fig-alt on an image becomes its alt text
--- and applies the document-wide `smaller` / `scrollable` options to every slide.
+-- (The document-wide `smaller` / `scrollable` options are classes on the .reveal element,
+-- written by the template as Quarto's support plugin adds them; see pandoc.py.)
 
 local slide_level = 2
 local default_numbers = "true"
-local all_smaller, all_scrollable = false, false
 
 local function is_code(block)
   return block.t == "CodeBlock" and block.classes:includes("cell-code")
@@ -63,21 +63,21 @@ local function image(img)
   return img
 end
 
-local function meta_true(value)
-  return value == true or (type(value) == "table" and pandoc.utils.stringify(value) == "true")
-end
-
 local function is_slide_break(block)
   return (block.t == "Header" and block.level <= slide_level) or block.t == "HorizontalRule"
 end
 
--- Move the outputs of `output-location: slide` cells onto a new slide (same title) that
--- follows the slide holding the code.
+-- Move the outputs of `output-location: slide` cells onto a new slide that follows the
+-- slide holding the code, with its title and classes (as Quarto's revealjs postprocessor
+-- copies the parent slide's classes).
 local function outputs_to_slides(blocks)
   local out, pending, title = pandoc.Blocks({}), pandoc.Blocks({}), pandoc.Inlines({})
+  local classes = pandoc.List({})
   local function flush()
     if #pending > 0 then
-      out:insert(pandoc.Header(slide_level, title:clone(), pandoc.Attr("", {"output-location-slide"})))
+      local copied = classes:filter(function(c) return c ~= "output-location-slide" end)
+      copied:insert("output-location-slide")
+      out:insert(pandoc.Header(slide_level, title:clone(), pandoc.Attr("", copied)))
       out:extend(pending)
       pending = pandoc.Blocks({})
     end
@@ -85,7 +85,10 @@ local function outputs_to_slides(blocks)
   for _, block in ipairs(blocks) do
     if is_slide_break(block) then
       flush()
-      if block.t == "Header" and block.level == slide_level then title = block.content end
+      classes = pandoc.List({})
+      if block.t == "Header" and block.level == slide_level then
+        title, classes = block.content, block.classes:clone()
+      end
       out:insert(block)
     elseif block.t == "Div" and block.classes:includes("cell")
         and block.attributes["output-location"] == "slide" then
@@ -110,20 +113,11 @@ function Pandoc(doc)
   if meta["deckbuild-code-line-numbers"] ~= nil then
     default_numbers = pandoc.utils.stringify(meta["deckbuild-code-line-numbers"])
   end
-  all_smaller = meta_true(meta["smaller"])
-  all_scrollable = meta_true(meta["scrollable"])
   local blocks = outputs_to_slides(doc.blocks)
   doc.blocks = blocks:walk({
     Div = layout_cell,
     CodeBlock = code_block,
     Image = image,
-    Header = function(h)
-      if h.level == slide_level then
-        if all_smaller and not h.classes:includes("smaller") then h.classes:insert("smaller") end
-        if all_scrollable and not h.classes:includes("scrollable") then h.classes:insert("scrollable") end
-        return h
-      end
-    end,
   })
   return doc
 end
