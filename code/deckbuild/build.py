@@ -23,7 +23,6 @@ from .options import Project, find_project_root, load_project, resolve_options
 class BuildSettings:
     html_only: bool = False
     use_cache: bool = True
-    extra_js: str = ""          # injected by preview mode (live reload)
     cell_timeout: float | bool | None = None   # seconds (False: none); None: the project's
     jobs: int | None = None     # chapters run at once (None: one per core)
 
@@ -148,7 +147,7 @@ def _fingerprint(job: Job, md: Path, css: Path, opts: dict, images: list[Path],
     h = hashlib.sha256()
     h.update(f"{__version__}|{job.settings.html_only}|"
              f"{json.dumps(opts, sort_keys=True, default=str)}".encode())
-    h.update(md.read_bytes() + pandoc.init_script(opts, job.settings.extra_js).encode())
+    h.update(md.read_bytes() + pandoc.init_script(opts).encode())
     _hash_files(h, [css, resources.TEMPLATE, resources.FILTERS, *images,
                     md.parent / f"{job.path.stem}_files", *(opts.get("css") or []),
                     node_modules / "reveal.js" / "package.json",
@@ -170,7 +169,7 @@ def _write_outputs(job: Job, md: Path, css: Path, opts: dict, node_modules: Path
     try:
         t = time.perf_counter()
         pandoc.run_pandoc(md, tmp_html, css, opts, node_modules, job.path.parent, md.parent,
-                          job.settings.extra_js, job.md_origins)
+                          job.md_origins)
         job.progress.step("pandoc", t, f"{tmp_html.stat().st_size / 1e6:.1f} MB")
         if not job.settings.html_only:
             t = time.perf_counter()

@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import execute, findings
+from . import findings, kernel
 from .build import BuildSettings, build_document, output_paths
 from .errors import DeckError
 from .options import find_project_root, load_project
@@ -148,8 +148,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     # Ctrl-C and SIGTERM kill the kernel first, then unwind; installed even when the
     # process started with SIGINT ignored (as a background job does)
-    signal.signal(signal.SIGINT, execute.interrupt_handler)
-    signal.signal(signal.SIGTERM, execute.interrupt_handler)
+    signal.signal(signal.SIGINT, kernel.interrupt_handler)
+    signal.signal(signal.SIGTERM, kernel.interrupt_handler)
     try:
         if args.command == "preview":
             return cmd_preview(args)
@@ -160,6 +160,6 @@ def main(argv: list[str] | None = None) -> int:
         emit(f"\nERROR {exc}")
         return 1
     except KeyboardInterrupt:
-        execute.kill_kernels()
+        kernel.kill_kernels()
         emit("\ninterrupted")
         return 130

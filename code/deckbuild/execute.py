@@ -21,10 +21,9 @@ from typing import Callable
 
 from .cells import effective_cell_options, strip_ansi
 from .errors import DeckError
-from .kernel import (CellTimeout, Kernel, KernelSettings, interrupt_handler,  # noqa: F401
-                     kill_kernels, run_kernels, setup_code)
+from .kernel import (CellTimeout, Kernel, KernelSettings, run_kernels, setup_code)
 from .source import Cell, Document
-from .units import (EXEC_VERSION, Unit, UnitCache, reads_another_chapter,  # noqa: F401
+from .units import (Unit, UnitCache, reads_another_chapter,
                     setup_cells, setup_rebinds, source_hash, unit_key, units_of)
 
 HEARTBEAT = 10.0   # seconds between "still running" lines for a long cell

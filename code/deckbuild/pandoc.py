@@ -34,7 +34,7 @@ def pandoc_path() -> str:
 PLUGINS = ["RevealNotes", "RevealSearch", "RevealZoom", "DeckbuildMenu"]
 
 
-def init_script(opts: dict, extra_js: str = "") -> str:
+def init_script(opts: dict) -> str:
     """The script that starts reveal.js: our helpers, then Reveal.initialize(config)."""
     config = reveal_config(opts)
     config["deckbuildMenu"] = {"openButton": opts["menu"] is not False}
@@ -45,7 +45,7 @@ def init_script(opts: dict, extra_js: str = "") -> str:
             f"deckbuildConfig.plugins = [{', '.join(PLUGINS)}];\n"
             "window.deckbuildRegister(Reveal);\n"
             "Reveal.initialize(deckbuildConfig);\n"
-            f"</script>\n{extra_js}")
+            "</script>\n")
 
 
 def pandoc_args(md: Path, out: Path, css: Path, opts: dict, node_modules: Path,
@@ -84,11 +84,11 @@ def pandoc_args(md: Path, out: Path, css: Path, opts: dict, node_modules: Path,
 
 
 def run_pandoc(md: Path, out: Path, css: Path, opts: dict, node_modules: Path, src_dir: Path,
-               work_dir: Path, extra_js: str = "", origins: list | None = None) -> None:
+               work_dir: Path, origins: list | None = None) -> None:
     """Run pandoc; an error names the .qmd file and line that the markdown line it reports
     came from (``origins``: (file, line) of each line of ``md``)."""
     init = work_dir / "init.html"
-    init.write_text(init_script(opts, extra_js))
+    init.write_text(init_script(opts))
     # large self-contained raw HTML blocks skip pandoc (rawhtml.py); its input keeps md's lines
     source, stashed = rawhtml.stash(md.read_text(encoding="utf-8"))
     if stashed:

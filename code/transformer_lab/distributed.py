@@ -10,6 +10,7 @@ gloo on CPUs. Without them, training is one ordinary process.
 from __future__ import annotations
 
 import os
+import warnings
 from dataclasses import dataclass
 
 import torch
@@ -90,3 +91,14 @@ def all_reduce_sum(value: int | float, device: torch.device) -> float:
 def barrier() -> None:
     if dist.is_available() and dist.is_initialized():
         dist.barrier()
+
+
+def usable_threads(threads: int) -> int:
+    """``threads``, or the number of CPU cores this process may run on if that is fewer
+    (with a RuntimeWarning naming both): more threads than cores only wait for each other."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    if threads <= cores:
+        return threads
+    warnings.warn(f"threads={threads} is more than the {cores} CPU core(s) available to this process; using "
+                  f"{cores} (more threads than cores slow every step down)", RuntimeWarning, stacklevel=3)
+    return cores

@@ -20,11 +20,9 @@ DistributedDataParallel (see ``distributed``). Callbacks receive the run's event
 from __future__ import annotations
 
 import contextlib
-import os
 import random
 import signal
 import time
-import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
@@ -43,11 +41,12 @@ from .distributed import (
     init_distributed,
     resolve_device,
     shutdown_distributed,
+    usable_threads,
 )
 from .evaluation import evaluate
 from .model import Transformer, TransformerConfig
-from .run_config import RESUMABLE, RunConfig, recipe
-from .run_files import RunDirectory, TrainError
+from .run_config import RunConfig, recipe
+from .run_files import RunDirectory, TrainError, resumed_config, resumed_run
 from .training import LabelSmoothingLoss, WarmupSchedule, make_optimizer, train_step
 
 
@@ -143,44 +142,6 @@ def fit(config: RunConfig, callbacks: Iterable[Callback] = ()) -> RunResult:
             return trainer.train()
         finally:
             shutdown_distributed()
-
-
-def usable_threads(threads: int) -> int:
-    """``threads``, or the number of CPU cores this process may run on if that is fewer
-    (with a RuntimeWarning naming both): more threads than cores only wait for each other."""
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    if threads <= cores:
-        return threads
-    warnings.warn(f"threads={threads} is more than the {cores} CPU core(s) available to this process; using "
-                  f"{cores} (more threads than cores slow every step down)", RuntimeWarning, stacklevel=3)
-    return cores
-
-
-def resumed_run(config: RunConfig, state: dict) -> dict:
-    """The checkpoint's run definition, once ``config`` is found to agree with it."""
-    try:
-        RunConfig.from_run(state["run"]).resolved()  # the checkpoint's side alone, so an error blames it
-    except (KeyError, TypeError, ValueError) as e:
-        raise TrainError(f"cannot resume: checkpoint {state['path']!r} holds an invalid run definition: "
-                         f"{describe_error(e)}") from e
-    conflicts = config.conflicts(state["run"])
-    if conflicts:
-        raise TrainError(
-            f"cannot resume: {len(conflicts)} option(s) differ from the run in checkpoint {state['path']!r}: "
-            f"{'; '.join(conflicts)}. A resumed run keeps the options that define it: leave these out on the "
-            f"command line (from Python: RunConfig.from_run(checkpoint['run'], ...)) or start a new run in another "
-            f"output directory; only these may change on resume: {', '.join(RESUMABLE)}"
-        )
-    return dict(state["run"])
-
-
-def resumed_config(config: RunConfig, state: dict) -> RunConfig:
-    """``config`` with the checkpoint's intervals for those it leaves out (``KEPT_ON_RESUME``)."""
-    try:
-        return config.resumed_with(state.get("intervals", {}))
-    except (TypeError, ValueError) as e:
-        raise TrainError(f"cannot resume: checkpoint {state['path']!r} holds invalid intervals: "
-                         f"{describe_error(e)}") from e
 
 
 class _StopFlag:

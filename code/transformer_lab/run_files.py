@@ -31,12 +31,14 @@ from .checkpoint import (
     CheckpointWriteError,
     average_checkpoints,
     checkpoint_name,
+    describe_error,
     list_checkpoints,
     load_checkpoint,
     prune_checkpoints,
     save_checkpoint,
 )
 from .atomic_files import create_beside
+from .run_config import RESUMABLE, RunConfig
 
 try:
     import fcntl
@@ -188,3 +190,30 @@ def _write_atomically(path: Path, text: str) -> None:
     finally:
         if tmp is not None and os.path.exists(tmp):
             os.unlink(tmp)
+
+
+def resumed_run(config: RunConfig, state: dict) -> dict:
+    """The checkpoint's run definition, once ``config`` is found to agree with it."""
+    try:
+        RunConfig.from_run(state["run"]).resolved()  # the checkpoint's side alone, so an error blames it
+    except (KeyError, TypeError, ValueError) as e:
+        raise TrainError(f"cannot resume: checkpoint {state['path']!r} holds an invalid run definition: "
+                         f"{describe_error(e)}") from e
+    conflicts = config.conflicts(state["run"])
+    if conflicts:
+        raise TrainError(
+            f"cannot resume: {len(conflicts)} option(s) differ from the run in checkpoint {state['path']!r}: "
+            f"{'; '.join(conflicts)}. A resumed run keeps the options that define it: leave these out on the "
+            f"command line (from Python: RunConfig.from_run(checkpoint['run'], ...)) or start a new run in another "
+            f"output directory; only these may change on resume: {', '.join(RESUMABLE)}"
+        )
+    return dict(state["run"])
+
+
+def resumed_config(config: RunConfig, state: dict) -> RunConfig:
+    """``config`` with the checkpoint's intervals for those it leaves out (``KEPT_ON_RESUME``)."""
+    try:
+        return config.resumed_with(state.get("intervals", {}))
+    except (TypeError, ValueError) as e:
+        raise TrainError(f"cannot resume: checkpoint {state['path']!r} holds invalid intervals: "
+                         f"{describe_error(e)}") from e
