@@ -72,7 +72,8 @@ def _check_inputs(query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None
 
 
 def attention_weights(
-    query: Tensor, key: Tensor, mask: Tensor | None = None, *, bias: Tensor | None = None
+    query: Tensor, key: Tensor, mask: Tensor | None = None,
+    *, bias: Tensor | None = None,
 ) -> Tensor:
     """softmax(Q K^T / sqrt(d_k)) with masked keys set to exactly zero: (..., T, S).
 
