@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import re
 import shutil
 import sys
 from pathlib import Path
@@ -20,7 +19,7 @@ import transformer_lab as tl
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests" / "explorer"))
-from explorer_deck import CHAPTER, write_deck  # noqa: E402
+from explorer_deck import write_deck  # noqa: E402
 
 pytestmark = pytest.mark.deck
 TOLERANCE = 1e-4
@@ -53,17 +52,15 @@ from deckbuild.build import BuildSettings, build_document  # noqa: E402
 
 
 def chapter_models() -> dict:
-    """The chapter's hidden cell, run here: the same cached runs the page embeds."""
+    """The models the chapter embeds (tt.deck_models, which its hidden cell calls and
+    tests/teaching/test_deck_models.py pins), from the deck's cache."""
     from transformer_lab import teaching as tt
 
-    cell = re.search(r"```\{python\}\n#\| include: false\n(.*?)```", CHAPTER.read_text(), re.S).group(1)
     tt.set_cache_directory(REPO / ".cache" / "transformer_lab")
-    scope = {"tl": tl, "tt": tt}
     try:
-        exec(cell, scope)  # noqa: S102 - our own chapter's source
+        return {"pronoun": tt.pronoun_model(), "dates": tt.dates_model()}
     finally:
         tt.set_cache_directory(None)
-    return {"pronoun": scope["pronoun"], "dates": scope["result"]}
 
 
 @pytest.fixture(scope="module")
@@ -143,8 +140,11 @@ def test_bad_input_gets_a_message_on_the_slide(page):
     assert "donkey" in message and page.is_hidden(".tlx-map")
     message = message_after_typing(page, "dates", " ".join(["two"] * 21))
     assert message == "Too long: at most 20 words, this input has 21."
-    assert message_after_typing(page, "dates", "the first of may two thousand") == ""
-    assert page.is_visible(".tlx-map") and page.inner_text(".tlx-answer") == "2000-05-01"
+    text = "the first of may two thousand"
+    assert message_after_typing(page, "dates", text) == ""
+    run = page.models["dates"]                      # the answer is the model's, right or wrong
+    want = run.tgt_vocab.decode(pytorch_decode(run, text)[0])
+    assert page.is_visible(".tlx-map") and page.inner_text(".tlx-answer") == want
 
 
 def test_typing_in_the_box_does_not_change_the_slide(page):

@@ -89,13 +89,11 @@ def attention_weights(
     softmax in float32. Inputs are not checked here (scaled_dot_product_attention and
     MultiHeadAttention check theirs).
     """
-    scale = 1.0 / math.sqrt(query.size(-1))
-    # Scaling q first is cheaper than scaling the (T, S) scores.
+    scale = 1.0 / math.sqrt(query.size(-1))  # q scaled: T*K products, not T*S
     scores = (query * scale) @ key.transpose(-2, -1)  # (..., T, S)
     if scores.dtype in (torch.float16, torch.bfloat16):
         scores = scores.float()
-    if bias is not None:
-        scores = scores + bias  # (..., T, S)
+    scores = scores if bias is None else scores + bias  # (..., T, S)
     if mask is not None:
         lowest = torch.finfo(scores.dtype).min  # finite, unlike -inf
         scores = scores.masked_fill(~mask, lowest)

@@ -97,3 +97,27 @@ def test_ctrl_c_while_a_cell_runs_prints_no_asyncio_traceback(deck, sig):
     for noise in (TRACEBACK, "asyncio", "DeadKernelError", "Task"):
         assert noise not in rest, rest
     assert _gone(pid), f"kernel {pid} still running"
+
+
+def test_ctrl_c_kills_every_chapters_kernel(deck):
+    """Chapters run in kernels of their own, two at a time here: Ctrl-C kills them all."""
+    root = deck("chapters")
+    for chapter in ("01-names.qmd", "02-functions.qmd"):
+        path = root / "chapters" / chapter
+        path.write_text(path.read_text() + "\n```{python}\nimport time\ntime.sleep(60)\n```\n")
+    env = dict(os.environ, PYTHONPATH=str(REPO / "code"))
+    proc = subprocess.Popen([sys.executable, "-m", "deckbuild", "render", str(root / "deck.qmd"),
+                             "--html-only", "--jobs", "2"], stderr=subprocess.PIPE, text=True,
+                            env=env)
+    seen, pids = "", set()
+    deadline = time.time() + 60
+    while time.time() < deadline and not {"01-names.qmd", "02-functions.qmd"} <= {
+            m.group(1) for m in re.finditer(r"(\S+): kernel ready", seen)}:
+        seen += proc.stderr.readline()
+    pids = {int(p) for p in re.findall(r"kernel ready \(pid (\d+)\)", seen)}
+    time.sleep(1.5)   # both sleeps are running now
+    proc.send_signal(signal.SIGINT)
+    rest = proc.communicate(timeout=30)[1]
+    assert proc.returncode == 130 and rest.strip().endswith("interrupted"), seen + rest
+    assert TRACEBACK not in rest, rest
+    assert all(_gone(pid) for pid in pids), f"kernels still running among {pids}"
