@@ -94,9 +94,8 @@ def attention_weights(
     if scores.dtype in (torch.float16, torch.bfloat16):
         scores = scores.float()
     scores = scores if bias is None else scores + bias  # (..., T, S)
-    if mask is not None:
-        lowest = torch.finfo(scores.dtype).min  # finite, unlike -inf
-        scores = scores.masked_fill(~mask, lowest)
+    if mask is not None:  # the lowest finite value: a row of -inf would be NaN
+        scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
     weights = torch.softmax(scores, dim=-1)  # rows sum to 1 over keys
     if mask is not None:
         weights = weights * mask  # exact zeros; fully masked rows: 0
