@@ -130,7 +130,8 @@ def _execute(job: Job, doc: source.Document, opts: dict) -> list[list]:
         python_path=tuple(project.python_path) if project else (),
         cache_sources=tuple(project.cache_sources) if project else (),
         quarto_version=project.quarto_version if project else "current",
-        cell_timeout=_cell_timeout(job), jobs=job.settings.jobs)
+        cell_timeout=_cell_timeout(job), jobs=job.settings.jobs,
+        run_alone=tuple(project.run_alone) if project else ())
     outputs, stats = execute.execute(doc, opts, job.cache_root / "cells", job.settings.use_cache,
                                      job.progress.emit, kernel)
     ran, units = stats["units_run"], stats["units"]

@@ -17,6 +17,7 @@ import asyncio
 import os
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable
 
 from .cells import effective_cell_options, strip_ansi
@@ -164,6 +165,8 @@ class Run:
     setup_code: str
     progress: Callable
     running: dict = field(default_factory=dict)   # unit name -> (cell, start time)
+    pids: dict = field(default_factory=dict)      # unit name -> its kernel's process id
+    setup_outputs: list | None = None             # the setup cells', from a chapter's kernel
 
     def evaluated(self, cell: Cell) -> bool:
         return self.effs[cell.index].get("eval") is not False
@@ -205,29 +208,30 @@ async def _start(kernel: Kernel, run: Run) -> None:
                         "_quarto.yml or --cell-timeout", run.doc.path) from None
 
 
-async def _run_unit(run: Run, unit: Unit, slots: asyncio.Semaphore) -> list[list]:
+async def _run_unit(run: Run, unit: Unit) -> list[list]:
     """Outputs of each of the unit's cells, run in a fresh kernel after the set-up. A
     chapter's kernel runs the document's setup cells first (their outputs are the
     document's own); from the first cell that is not set-up on, random draws must be
     seeded."""
-    async with slots:
-        t0 = time.perf_counter()
-        async with Kernel(run.settings, run.doc.path.parent) as kernel:
-            await _start(kernel, run)
-            run.progress(f"  {unit.name}: kernel ready (pid {kernel.pid}) "
-                         f"{time.perf_counter() - t0:.2f}s")
-            if unit.chapter is not None:
-                for cell in filter(run.evaluated, setup_cells(run.doc)):
-                    await _run_cell(kernel, run, unit, cell, watch=False, report=False)
-            watching, outputs = False, []
-            for cell in unit.cells:
-                if not watching and not cell.setup:
-                    await kernel.run(SEED_WATCH)
-                    watching = True
-                outputs.append(await _run_cell(kernel, run, unit, cell, watching)
-                               if run.evaluated(cell) else [])
-        run.progress(f"  {unit.name}: {len(unit.cells)} cells, {time.perf_counter() - t0:.1f}s")
-        return outputs
+    t0 = time.perf_counter()
+    async with Kernel(run.settings, run.doc.path.parent) as kernel:
+        run.pids[unit.name] = kernel.pid
+        await _start(kernel, run)
+        run.progress(f"  {unit.name}: kernel ready (pid {kernel.pid}) "
+                     f"{time.perf_counter() - t0:.2f}s")
+        if unit.chapter is not None:
+            setup = [await _run_cell(kernel, run, unit, cell, watch=False, report=False)
+                     if run.evaluated(cell) else [] for cell in setup_cells(run.doc)]
+            run.setup_outputs = run.setup_outputs or setup   # the document's, if it needs them
+        watching, outputs = False, []
+        for cell in unit.cells:
+            if not watching and not cell.setup:
+                await kernel.run(SEED_WATCH)
+                watching = True
+            outputs.append(await _run_cell(kernel, run, unit, cell, watching)
+                           if run.evaluated(cell) else [])
+    run.progress(f"  {unit.name}: {len(unit.cells)} cells, {time.perf_counter() - t0:.1f}s")
+    return outputs
 
 
 async def _heartbeat(run: Run) -> None:
@@ -241,24 +245,72 @@ async def _heartbeat(run: Run) -> None:
                              f"{cell.line} [{cell.slide_title[:40]}] {now - t:.0f}s")
 
 
-async def _run_units(run: Run, units: list[Unit], cache: UnitCache) -> dict:
-    """Run ``units`` in parallel; each one's outputs are cached as soon as it finishes. The
-    first error cancels the others (their kernels are shut down) and is raised."""
-    slots = asyncio.Semaphore(max(1, run.settings.jobs or os.cpu_count() or 1))
-    beat = asyncio.create_task(_heartbeat(run))
-
-    async def one(unit):
-        outputs = await _run_unit(run, unit, slots)
-        cache.put(unit, outputs)
-        return unit.name, outputs
-
-    tasks = [asyncio.create_task(one(u)) for u in units]
+def _cpu_seconds(pid: int) -> float | None:
+    """CPU time a process has used (Linux /proc; None where it cannot be read)."""
     try:
-        return dict(await asyncio.gather(*tasks))
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+class Cores:
+    """How many kernels are busy: one that is starting, or used at least a fifth of a
+    core over the last look. A kernel waiting (for a result another chapter is computing
+    under ``tt.cached``'s lock, say) does not count, so another chapter can start."""
+
+    def __init__(self):
+        self.seen: dict[int, tuple[float, float]] = {}   # pid -> (cpu seconds, wall time)
+
+    def busy(self, pids: list[int | None]) -> int:
+        count, now = 0, time.monotonic()
+        for pid in pids:
+            cpu = None if pid is None else _cpu_seconds(pid)
+            before = self.seen.get(pid)
+            if cpu is not None:
+                self.seen[pid] = (cpu, now)
+            if cpu is None or before is None or (cpu - before[0]) >= 0.2 * (now - before[1]):
+                count += 1
+        return count
+
+
+def _may_start(unit: Unit, running: dict, run: Run, cores: Cores, jobs: int,
+               alone: set) -> bool:
+    """Whether ``unit`` may start now: fewer than ``jobs`` kernels busy, and no chapter of
+    ``run-alone`` (``alone``: they measure time) running or starting beside another."""
+    if running and alone & {unit.name, *running}:
+        return False
+    return cores.busy([run.pids.get(n) for n in running]) < jobs
+
+
+async def _run_units(run: Run, units: list[Unit], cache: UnitCache) -> dict:
+    """Run ``units`` in document order (those of ``run-alone`` last, each alone), each as
+    soon as fewer kernels than ``jobs`` (one per core) are busy; each one's outputs are
+    cached as soon as it finishes. The first error cancels the others (their kernels are
+    shut down) and is raised."""
+    jobs = max(1, run.settings.jobs or os.cpu_count() or 1)
+    alone = {u.name for u in units if u.chapter and u.chapter.resolve() in run.settings.run_alone}
+    # the chapters that run alone go last, one after the other (by then the results they
+    # share with other chapters, trained models say, are cached: they time, not train)
+    pending = sorted(units, key=lambda u: u.name in alone)
+    running, done, cores = {}, {}, Cores()
+    beat = asyncio.create_task(_heartbeat(run))
+    try:
+        while pending or running:
+            while pending and _may_start(pending[0], running, run, cores, jobs, alone):
+                unit = pending.pop(0)
+                running[unit.name] = asyncio.create_task(_run_unit(run, unit))
+            finished, _ = await asyncio.wait(running.values(), timeout=0.5,
+                                             return_when=asyncio.FIRST_COMPLETED)
+            for name in [n for n, t in running.items() if t in finished]:
+                unit = next(u for u in units if u.name == name)
+                done[name] = running.pop(name).result()     # raises the unit's error
+                cache.put(unit, done[name])
+        return done
     finally:
-        for task in [*tasks, beat]:
+        for task in [*running.values(), beat]:
             task.cancel()
-        await asyncio.gather(*tasks, beat, return_exceptions=True)
+        await asyncio.gather(*running.values(), beat, return_exceptions=True)
 
 
 def execute(doc: Document, doc_opts: dict, cache_dir, use_cache: bool,
@@ -283,12 +335,19 @@ def execute(doc: Document, doc_opts: dict, cache_dir, use_cache: bool,
     found = {u.name: cache.get(u) if use_cache else None for u in units}
     stale = [u for u in units if found[u.name] is None
              and any(effs[c.index].get("eval") is not False for c in u.cells)]
+    # the document's own cells, when they are all setup cells, run in every chapter's
+    # kernel anyway: their outputs come from the first chapter that runs
+    borrowed = next((u for u in stale if u.chapter is None and all(c.setup for c in u.cells)
+                     and any(v.chapter for v in stale)), None)
     if stale:
         run = Run(doc, effs, settings, code, progress)
         progress(f"  running {len(stale)} of {len(units)} "
                  f"{'chapters' if len(units) > 1 else 'units'}: "
                  + ", ".join(u.name for u in stale))
-        found.update(run_kernels(_run_units(run, stale, cache)))
+        found.update(run_kernels(_run_units(run, [u for u in stale if u is not borrowed], cache)))
+        if borrowed is not None:
+            found[borrowed.name] = run.setup_outputs
+            cache.put(borrowed, run.setup_outputs)
     by_cell = {}
     for unit in units:
         for cell, outs in zip(unit.cells, found[unit.name] or [[] for _ in unit.cells]):

@@ -33,6 +33,7 @@ class KernelSettings:
     quarto_version: str = "current"        # whose setup cell the kernel runs first
     cell_timeout: float | None = None      # seconds a cell may run (None: no limit)
     jobs: int | None = None                # kernels at once (None: one per core)
+    run_alone: tuple[Path, ...] = ()       # chapters run with no other kernel busy
 
 
 def _version(text: str) -> tuple[int, ...]:

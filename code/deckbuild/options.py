@@ -175,6 +175,7 @@ class Project:
     cache_sources: list[Path] = field(default_factory=list)   # deckbuild: cache-sources
     quarto_version: str = "current"                            # deckbuild: quarto-version
     cell_timeout: float | bool = 600                           # deckbuild: cell-timeout
+    run_alone: list[Path] = field(default_factory=list)        # deckbuild: run-alone
 
 
 def load_project(root: Path) -> Project:
@@ -197,7 +198,7 @@ def load_project(root: Path) -> Project:
                         and "node_modules" not in p.parts)
     own = deckbuild_options(config, root)
     return Project(root, config, out, render, own["python-path"], own["cache-sources"],
-                   own["quarto-version"], own["cell-timeout"])
+                   own["quarto-version"], own["cell-timeout"], own["run-alone"])
 
 
 def deckbuild_options(config: Source | None, root: Path) -> dict:
@@ -218,19 +219,21 @@ def deckbuild_options(config: Source | None, root: Path) -> dict:
         if not opt.type.check(value):
             raise DeckError(f"option '{ns}: {name}' must be {opt.type.expected}, got {value!r}",
                             config.file, config.line_of(f"{name}:"))
-        out[name] = _folders(value, name, config, root) if opt.role == "folders" else value
+        out[name] = (_paths(value, name, config, root, opt.role)
+                     if opt.role in ("folders", "files") else value)
     return out
 
 
-def _folders(value, name: str, config: Source, root: Path) -> list[Path]:
-    folders = []
+def _paths(value, name: str, config: Source, root: Path, role: str) -> list[Path]:
+    """``value``'s folders (or files), resolved against ``root``; each must exist."""
+    paths, kind = [], role[:-1]
     for item in [value] if isinstance(value, str) else value:
-        folder = (root / item).resolve()
-        if not folder.is_dir():
-            raise DeckError(f"folder listed under '{schema.DECKBUILD_NAMESPACE}: {name}' not "
-                            f"found: {item} (looked for {folder})", config.file, config.line_of(item))
-        folders.append(folder)
-    return folders
+        path = (root / item).resolve()
+        if not (path.is_dir() if kind == "folder" else path.is_file()):
+            raise DeckError(f"{kind} listed under '{schema.DECKBUILD_NAMESPACE}: {name}' not "
+                            f"found: {item} (looked for {path})", config.file, config.line_of(item))
+        paths.append(path)
+    return paths
 
 
 def resolve_options(project: Project | None, doc_file: Path, front: Source) -> Options:

@@ -221,6 +221,9 @@ DECKBUILD_OPTIONS: dict[str, Option] = {
     "quarto-version": Option(Type(lambda v: v == "current" or (
         isinstance(v, str) and re.fullmatch(r"\d+\.\d+(\.\d+)?", v) is not None),
         'current or a version such as "1.4.557"'), "current", "value"),
+    # chapters that run with no other kernel busy (they measure time), each file relative
+    # to the project root
+    "run-alone": Option(STRINGS, [], "files"),
     # seconds one cell may run before the build stops with an error naming it (false: no
     # limit). Quarto has no such option (its Jupyter engine waits for ever).
     "cell-timeout": Option(POSITIVE | one_of(False), 600, "value"),

@@ -216,3 +216,23 @@ def test_the_real_deck_builds_incrementally_as_in_full_for_two_chapters(tmp_path
         path.write_text(text)
     assert html() == full, "stale output after undoing the edits"
     assert chapters_run(lines) == []
+
+
+def test_a_run_alone_chapter_runs_last_with_no_other_kernel(deck, lines):
+    root = deck("chapters")
+    with open(root / "_quarto.yml", "a") as f:
+        f.write("  run-alone: [chapters/02-functions.qmd]\n")
+    build(root, lines, use_cache=False)
+    events = [l.split(":")[0].strip() for l in lines if "kernel ready" in l or " cells, " in l]
+    # every other unit started and finished before the alone one started
+    assert events[-2:] == ["02-functions.qmd", "02-functions.qmd"], events
+    assert events.count("02-functions.qmd") == 2
+
+
+def test_a_run_alone_file_that_does_not_exist_is_an_error(deck, lines):
+    root = deck("chapters")
+    with open(root / "_quarto.yml", "a") as f:
+        f.write("  run-alone: [chapters/99-missing.qmd]\n")
+    with pytest.raises(DeckError, match=r"file listed under 'deckbuild: run-alone' not found: "
+                                         r"chapters/99-missing.qmd"):
+        build(root, lines)
