@@ -167,6 +167,7 @@ class Run:
     running: dict = field(default_factory=dict)   # unit name -> (cell, start time)
     pids: dict = field(default_factory=dict)      # unit name -> its kernel's process id
     setup_outputs: list | None = None             # the setup cells', from a chapter's kernel
+    setup_claimed: bool = False                   # a chapter's kernel is producing them
 
     def evaluated(self, cell: Cell) -> bool:
         return self.effs[cell.index].get("eval") is not False
@@ -220,9 +221,11 @@ async def _run_unit(run: Run, unit: Unit) -> list[list]:
         run.progress(f"  {unit.name}: kernel ready (pid {kernel.pid}) "
                      f"{time.perf_counter() - t0:.2f}s")
         if unit.chapter is not None:
-            setup = [await _run_cell(kernel, run, unit, cell, watch=False, report=False)
+            first, run.setup_claimed = not run.setup_claimed, True   # its outputs are kept
+            setup = [await _run_cell(kernel, run, unit, cell, watch=False, report=first)
                      if run.evaluated(cell) else [] for cell in setup_cells(run.doc)]
-            run.setup_outputs = run.setup_outputs or setup   # the document's, if it needs them
+            if first:
+                run.setup_outputs = setup            # the document's own, if it needs them
         watching, outputs = False, []
         for cell in unit.cells:
             if not watching and not cell.setup:
