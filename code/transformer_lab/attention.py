@@ -89,7 +89,7 @@ def attention_weights(
     softmax in float32. Inputs are not checked here (scaled_dot_product_attention and
     MultiHeadAttention check theirs).
     """
-    scale = 1.0 / math.sqrt(query.size(-1))  # q scaled: T*K products, not T*S
+    scale = 1.0 / math.sqrt(query.size(-1))  # q first: q·k stays in fp16's range
     scores = (query * scale) @ key.transpose(-2, -1)  # (..., T, S)
     if scores.dtype in (torch.float16, torch.bfloat16):
         scores = scores.float()
