@@ -9,8 +9,19 @@ the inputs computes it again, and nothing else does:
 
 Files live in :func:`cache_directory` (``TL_CACHE_DIR``, else ``.cache/transformer_lab``
 under the working directory). They are written atomically; a file that cannot be read is
-a miss (computed again, with a warning), never an error. Cached files are pickles that
-only this function writes: do not point ``TL_CACHE_DIR`` at files from elsewhere.
+a miss (computed again, with a warning), never an error.
+
+A cache folder may travel with the project (zipped, shared), so a file in it is data,
+never code: results are stored as plain data (tensors, dicts, lists, tuples, strings,
+numbers, booleans, ``None``) and read back with ``torch.load(..., weights_only=True)``,
+which refuses any other Python object without running it. The few other types the deck
+caches have an explicit encoding (:func:`encode`, :func:`decode`): a trained
+:class:`~transformer_lab.run.RunResult` (its model as config and state dict, its
+vocabularies as token lists, its data splits), a ``Vocabulary``, a ``TaskData``, a
+``TransformerConfig`` and a ``Path``. A value of any other type is refused when it is
+stored (a ``TypeError`` naming the type and the cache name); a file that does not load
+as plain data or does not decode (a pickle with code in it, a truncated file, weights of
+the wrong shape) is a miss, with a one-line warning naming the file.
 
 Processes that build chapters side by side may ask for the same result at once: a miss
 computes under a lock on ``<key>.lock`` beside the result (``fcntl.flock``, which the
@@ -27,14 +38,15 @@ import hashlib
 import io
 import json
 import os
+import pickle
 import warnings
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any, Callable, Iterator, TypeVar
 
 import torch
 
 from ..atomic_files import create_beside
-from ..checkpoint import rng_kept
+from ..checkpoint import describe_error, rng_kept
 try:
     import fcntl
 except ImportError:  # Windows: no flock, so no waiting (each process computes its own)
@@ -42,6 +54,9 @@ except ImportError:  # Windows: no flock, so no waiting (each process computes i
 
 T = TypeVar("T")
 PACKAGE_ROOT = Path(__file__).resolve().parents[1]
+FORMAT = "transformer_lab.cache/1"
+TYPE_KEY = "__transformer_lab_type__"  # marks an encoded object inside the plain data
+_SCALARS = (type(None), bool, int, float, str)
 _directory: Path | None = None
 
 
@@ -92,9 +107,97 @@ def cache_key(name: str, inputs: dict) -> str:
     return f"{name}-{hashlib.sha256(payload.encode()).hexdigest()[:20]}"
 
 
+# ------------------------------------------------------------------ plain-data encoding
+def _dataclass_types() -> dict[str, type]:
+    """The dataclasses the deck caches, stored field by field (imported here: ``run``
+    imports much of the package)."""
+    from ..data.tasks import TaskData
+    from ..model import TransformerConfig
+    from ..run import RunResult
+
+    return {t.__name__: t for t in (RunResult, TaskData, TransformerConfig)}
+
+
+def encode(value: Any, name: str = "?") -> Any:
+    """``value`` as plain data that ``torch.load(..., weights_only=True)`` reads back;
+    :func:`decode` inverts it. Raises ``TypeError`` naming the type and the cache
+    ``name`` for a value of a type with no encoding."""
+    from ..data.vocabulary import Vocabulary
+    from ..model import Transformer
+
+    kind = type(value)
+    if kind in _SCALARS or kind is torch.Tensor:
+        return value
+    if kind is list:
+        return [encode(v, name) for v in value]
+    if kind is tuple:
+        return tuple(encode(v, name) for v in value)
+    if kind is dict:
+        for key in value:
+            if type(key) not in _SCALARS or key == TYPE_KEY:
+                raise TypeError(f"cached result {name!r} has a dict key {key!r} of type {type(key).__name__}: "
+                                f"keys must be strings, numbers, booleans or None (and not {TYPE_KEY!r})")
+        return {k: encode(v, name) for k, v in value.items()}
+    if isinstance(value, PurePath):
+        return {TYPE_KEY: "Path", "path": str(value)}
+    if kind is Vocabulary:
+        return {TYPE_KEY: "Vocabulary", **value.to_dict()}
+    if kind is Transformer:
+        rebuilt = Transformer(value.config)  # a model built with variant parts (code) cannot be rebuilt
+        if [type(m) for m in rebuilt.modules()] != [type(m) for m in value.modules()]:
+            raise TypeError(f"cached result {name!r} holds a Transformer built with variant parts, which "
+                            f"are code and cannot be stored: only a model its config rebuilds can")
+        first = next(value.parameters())
+        return {TYPE_KEY: "Transformer", "config": encode(value.config, name), "training": value.training,
+                "device": str(first.device), "dtype": str(first.dtype).removeprefix("torch."),
+                "state": {k: t.detach() for k, t in value.state_dict().items()}}
+    types = _dataclass_types()
+    if types.get(kind.__name__) is kind:
+        fields = {f.name: encode(getattr(value, f.name), name) for f in dataclasses.fields(value) if f.init}
+        return {TYPE_KEY: kind.__name__, "fields": fields}
+    raise TypeError(f"cached result {name!r} holds a {kind.__module__}.{kind.__qualname__}, which the cache "
+                    f"cannot store: it keeps tensors, dicts, lists, tuples, strings, numbers, booleans, None, "
+                    f"paths and {', '.join(['Transformer', 'Vocabulary', *types])}")
+
+
+_DTYPES = ("float32", "float64", "float16", "bfloat16")
+
+
+def decode(value: Any) -> Any:
+    """The value :func:`encode` turned into ``value``. Raises ``ValueError`` (or the
+    error of the type's own checks) for data it does not describe."""
+    from ..data.vocabulary import Vocabulary
+    from ..model import Transformer
+
+    if isinstance(value, list):
+        return [decode(v) for v in value]
+    if isinstance(value, tuple):
+        return tuple(decode(v) for v in value)
+    if not isinstance(value, dict):
+        return value
+    if TYPE_KEY not in value:
+        return {k: decode(v) for k, v in value.items()}
+    kind = value[TYPE_KEY]
+    if kind == "Path":
+        return Path(value["path"])
+    if kind == "Vocabulary":
+        return Vocabulary.from_dict({k: v for k, v in value.items() if k != TYPE_KEY})
+    if kind == "Transformer":
+        if value["dtype"] not in _DTYPES:
+            raise ValueError(f"a cached Transformer's dtype must be one of {_DTYPES}, got {value['dtype']!r}")
+        model = Transformer(decode(value["config"])).to(device=torch.device(value["device"]),
+                                                         dtype=getattr(torch, value["dtype"]))
+        model.load_state_dict(value["state"])  # strict: missing, extra or misshapen weights raise
+        return model.train(bool(value["training"]))
+    types = _dataclass_types()
+    if kind in types:
+        return types[kind](**{k: decode(v) for k, v in value["fields"].items()})
+    raise ValueError(f"unknown encoded type {kind!r}")
+
+
 def _write_atomically(path: Path, value: Any) -> None:
     buffer = io.BytesIO()
-    torch.save(value, buffer)
+    torch.save({"format": FORMAT, "value": value}, buffer)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = create_beside(path)  # the mode open() gives under the umask, not mkstemp's 0o600
     try:
@@ -127,7 +230,7 @@ def cached(name: str, compute: Callable[[], T], *, inputs: dict) -> T:
                 return value
         with random_state_kept():
             value = compute()
-        _write_atomically(path, value)
+        _write_atomically(path, encode(value, name))  # a type with no encoding: TypeError, nothing written
     return value
 
 
@@ -141,14 +244,23 @@ def _identity(path: Path) -> tuple | None:
 
 
 def _read(path: Path) -> tuple[bool, Any]:
-    """(True, the cached value), or (False, None) when there is no readable file."""
+    """(True, the cached value), or (False, None) when there is no file or it does not
+    hold what :func:`cached` writes. Loading is ``weights_only``: a file holding other
+    Python objects is refused without running any of its code."""
     if not path.exists():
         return False, None
     try:
-        return True, torch.load(path, weights_only=False)
-    except Exception as error:  # a truncated or foreign file: compute again
-        warnings.warn(f"cached result {path} is unreadable ({type(error).__name__}); computing it again",
-                      stacklevel=3)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # torch's own warnings about the file, reported below in one line
+            stored = torch.load(path, weights_only=True)
+        if not isinstance(stored, dict) or stored.get("format") != FORMAT or "value" not in stored:
+            raise ValueError(f"not a transformer_lab cache file (expected format {FORMAT!r})")
+        return True, decode(stored["value"])
+    except Exception as error:  # a foreign, truncated or damaged file: compute again, never execute it
+        reason = describe_error(error)
+        if isinstance(error, pickle.UnpicklingError) and "weights only" in str(error).lower():
+            reason = "it holds Python objects other than plain data, refused without running any of its code"
+        warnings.warn(f"cached result {path} is unreadable ({reason}); computing it again", stacklevel=3)
         return False, None
 
 
