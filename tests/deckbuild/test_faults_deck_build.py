@@ -1,6 +1,7 @@
 """Fault cases (issue 11): two builds at once, a damaged build stamp, read-only folders.
 Nothing is lost (the last good deck stays) and nothing fails with a traceback."""
 
+import hashlib
 import json
 import os
 import shutil
@@ -83,6 +84,76 @@ def test_a_write_that_fails_part_way_leaves_the_previous_stamp_whole(tmp_path):
         write_atomic(stamp, '{"fingerprint": "' + "x" * 100_000 + '\udc80"}')
     assert stamp.read_text() == '{"fingerprint": "abc"}'
     assert [p.name for p in stamp.parent.iterdir()] == ["deck.qmd.json"]
+
+
+class _KilledAfter:
+    """Stands for the ``os`` module inside deckbuild.build: its ``replace`` is killed (a
+    KeyboardInterrupt, as Ctrl-C or a signal turned exception) once ``renames`` have
+    completed; everything else is the real ``os``."""
+
+    def __init__(self, renames: int):
+        self.left = renames
+
+    def __getattr__(self, name):
+        return getattr(os, name)
+
+    def replace(self, src, dst):
+        if self.left == 0:
+            raise KeyboardInterrupt(f"killed before renaming {Path(src).name}")
+        self.left -= 1
+        os.replace(src, dst)
+
+
+def _fake_pdf(html: Path, pdf: Path, ctx=None) -> None:
+    """A stand-in for Chromium's printing: the 'PDF' names the HTML it was printed from."""
+    pdf.write_bytes(b"PDF of " + hashlib.sha256(html.read_bytes()).hexdigest().encode())
+
+
+@pytest.mark.parametrize("renames_done", [0, 1, 2],
+                         ids=["before-the-pdf", "between-pdf-and-html", "before-the-stamp"])
+def test_a_build_killed_while_replacing_outputs_is_not_up_to_date_after_a_revert(
+        deck, monkeypatch, renames_done):
+    """Issue 23. Before: the stamp of the last whole build stayed while its outputs were
+    replaced, so a build of version 2 killed between the PDF's and the HTML's renames, then
+    the source reverted to version 1, gave 'up to date' with a version-1 HTML beside a
+    version-2 PDF (killed after both renames: version-2 outputs for a version-1 source)."""
+    from deckbuild import build
+    from deckbuild.build import BuildSettings, build_document
+
+    monkeypatch.setattr(build.browser, "print_pdf", _fake_pdf)
+    monkeypatch.setattr(build.browser, "pdf_pages", lambda pdf: 1)
+    root = deck("errors")
+    doc, out = root / "good.qmd", root / "_output"
+    version_1 = doc.read_text()
+    settings = BuildSettings()
+    assert not build_document(doc, settings, lambda line: None).up_to_date
+
+    doc.write_text(version_1.replace("## One slide", "## Changed slide"))
+    if renames_done < 2:
+        monkeypatch.setattr(build, "os", _KilledAfter(renames_done))
+    else:
+        real_write_atomic = build.files.write_atomic
+
+        def killed_write_atomic(path, text):
+            if path.parent.name == "builds":
+                raise KeyboardInterrupt("killed before writing the build stamp")
+            real_write_atomic(path, text)
+        monkeypatch.setattr(build.files, "write_atomic", killed_write_atomic)
+    with pytest.raises(KeyboardInterrupt):
+        build_document(doc, settings, lambda line: None)
+    monkeypatch.undo()
+    monkeypatch.setattr(build.browser, "print_pdf", _fake_pdf)
+    monkeypatch.setattr(build.browser, "pdf_pages", lambda pdf: 1)
+
+    doc.write_text(version_1)
+    emitted = []
+    result = build_document(doc, settings, emitted.append)
+    html = (out / "good.html").read_text(encoding="utf-8")
+    assert "One slide" in html and "Changed slide" not in html, emitted
+    assert (out / "good.pdf").read_bytes() == (
+        b"PDF of " + hashlib.sha256((out / "good.html").read_bytes()).hexdigest().encode()), (
+        f"the PDF is not the HTML's (up to date: {result.up_to_date})")
+    assert build_document(doc, settings, lambda line: None).up_to_date   # the stamp is back
 
 
 # Root ignores file permissions, so a read-only folder is tested by running the render
