@@ -249,7 +249,10 @@ def _build(job: Job, doc: source.Document, opts: dict, images: list[Path], html:
 
     node_modules = resources.find_node_modules(job.root)
     t = time.perf_counter()
-    css, cached = theme.compile_theme(opts["theme"], node_modules, job.cache_root / "theme")
+    css, cached = theme.compile_theme(
+        opts["theme"], node_modules, job.cache_root / "theme",
+        lambda bad: emit(f"  compiled theme {job.shown(bad)} is damaged (its content does not "
+                         "match the checksum in its name); compiling the theme again"))
     job.progress.step("theme", t, "cached" if cached else "compiled")
     doc.warnings += strict.check_classes(doc, css.read_text(encoding="utf-8"))
     for warning in doc.warnings:

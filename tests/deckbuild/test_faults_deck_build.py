@@ -190,3 +190,36 @@ def test_a_read_only_folder_is_found_before_any_cell_runs(deck, read_only, folde
     assert proc.returncode == 1 and TRACEBACK not in proc.stderr, proc.stderr
     assert f"cannot write to {root / folder} ({purpose}): Permission denied" in proc.stderr
     assert "kernel ready" not in proc.stderr
+
+
+@pytest.mark.parametrize("damage", ["emptied", "truncated"])
+def test_a_damaged_cached_theme_is_reported_and_compiled_again(deck, damage):
+    """Issue 23. Before: an emptied cached theme CSS was used as it was, and the deck
+    was built without its theme (no warning)."""
+    from deckbuild.build import BuildSettings, build_document
+
+    root = deck("errors")
+    (root / "marker.scss").write_text(
+        "/*-- scss:rules --*/\n.reveal .theme-only-marker { color: #D55E00; }\n")
+    quarto = root / "_quarto.yml"
+    quarto.write_text(quarto.read_text().replace("theme: default", "theme: [default, marker.scss]"))
+    doc, html = root / "good.qmd", root / "_output" / "good.html"
+    settings = BuildSettings(html_only=True)
+    build_document(doc, settings, lambda line: None)
+    rule = ".theme-only-marker{color:#d55e00}"
+    assert rule in html.read_text(encoding="utf-8")
+    [css] = (root / ".cache" / "deckbuild" / "theme").glob("*.css")
+    whole = css.read_bytes()
+    css.write_bytes(b"" if damage == "emptied" else whole[: len(whole) // 2])
+
+    emitted = []
+    build_document(doc, settings, emitted.append)
+    shown = css.relative_to(root)
+    assert [line for line in emitted if "damaged" in line] == [
+        f"  compiled theme {shown} is damaged (its content does not match the checksum in "
+        "its name); compiling the theme again"]
+    assert rule in html.read_text(encoding="utf-8")
+    assert css.read_bytes() == whole
+    emitted.clear()
+    assert build_document(doc, settings, emitted.append).up_to_date
+    assert not [line for line in emitted if "damaged" in line]
