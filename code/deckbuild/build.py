@@ -162,7 +162,8 @@ def _write_outputs(job: Job, md: Path, css: Path, opts: dict, node_modules: Path
                    html: Path, pdf: Path) -> None:
     """pandoc (and the PDF) into temporary files, moved into place only on success. The
     temporaries have unique names, and the ones a killed build left behind are removed
-    (the build lock says no other build of this document is running)."""
+    (the build lock says no other build of this document is running). The build stamp is
+    removed before the first output is replaced; the caller writes it after the last."""
     for stale in html.parent.glob(f".{html.stem}.*.partial.*"):
         stale.unlink(missing_ok=True)
     tmp_html = files.temporary_beside(html, ".partial.html")
@@ -176,6 +177,11 @@ def _write_outputs(job: Job, md: Path, css: Path, opts: dict, node_modules: Path
             t = time.perf_counter()
             browser.print_pdf(tmp_html, tmp_pdf)
             job.progress.step("pdf", t, f"{browser.pdf_pages(tmp_pdf)} pages")
+        # The stamp goes before the first output is replaced and comes back (in _build)
+        # only once both are in place: a build killed between the two renames leaves no
+        # stamp, so the next build remakes both instead of calling a mixed pair up to date.
+        _stamp_path(job).unlink(missing_ok=True)
+        if not job.settings.html_only:
             os.replace(tmp_pdf, pdf)
         os.replace(tmp_html, html)
     finally:
@@ -243,7 +249,10 @@ def _build(job: Job, doc: source.Document, opts: dict, images: list[Path], html:
 
     node_modules = resources.find_node_modules(job.root)
     t = time.perf_counter()
-    css, cached = theme.compile_theme(opts["theme"], node_modules, job.cache_root / "theme")
+    css, cached = theme.compile_theme(
+        opts["theme"], node_modules, job.cache_root / "theme",
+        lambda bad: emit(f"  compiled theme {job.shown(bad)} is damaged (its content does not "
+                         "match the checksum in its name); compiling the theme again"))
     job.progress.step("theme", t, "cached" if cached else "compiled")
     doc.warnings += strict.check_classes(doc, css.read_text(encoding="utf-8"))
     for warning in doc.warnings:

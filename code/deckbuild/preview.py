@@ -14,6 +14,7 @@ import functools
 import html
 import http.server
 import json
+import os
 import sys
 import threading
 import traceback
@@ -31,6 +32,8 @@ from .watch import Sources, Watcher, sources_of
 
 VERSION_PATH = "/__deckbuild/version"
 LONG_POLL_S = 25.0        # a page's request for the next state is answered within this
+IDLE_TIMEOUT_ENV = "DECKBUILD_PREVIEW_IDLE_TIMEOUT"
+IDLE_TIMEOUT_S = 30.0     # a connection that sends nothing for this long is closed
 
 ERROR_PAGE = """<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>deckbuild preview: build failed</title></head>
@@ -96,6 +99,31 @@ def allowed_host(header: str | None, bound: str) -> bool:
     return host in {"localhost", "127.0.0.1", "::1", bound.lower()}
 
 
+def idle_timeout() -> float:
+    """Seconds a connection may wait for its request: ``$DECKBUILD_PREVIEW_IDLE_TIMEOUT``
+    when set (a positive number), else 30. Without one, every idle connection held a
+    thread for ever."""
+    value = os.environ.get(IDLE_TIMEOUT_ENV, "").strip()
+    if not value:
+        return IDLE_TIMEOUT_S
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = 0.0
+    if not seconds > 0 or seconds == float("inf"):
+        raise DeckError(f"{IDLE_TIMEOUT_ENV} must be a positive number of seconds; got {value!r}")
+    return seconds
+
+
+def inside(path: str, folder: str) -> bool:
+    """Whether ``path``, every symlink followed, is ``folder`` or lies under it."""
+    try:
+        real, root = os.path.realpath(path), os.path.realpath(folder)
+    except (OSError, ValueError):
+        return False
+    return real == root or real.startswith(root.rstrip(os.sep) + os.sep)
+
+
 def _after(query: str) -> int | None:
     values = urllib.parse.parse_qs(query).get("after")
     try:
@@ -107,17 +135,24 @@ def _after(query: str) -> int | None:
 class Handler(http.server.SimpleHTTPRequestHandler):
     """The output folder's files; pages with the preview script; the state for pages."""
 
-    def __init__(self, *args, state: PreviewState, bound: str, **kwargs):
-        self.state, self.bound = state, bound
+    def __init__(self, *args, state: PreviewState, bound: str, timeout: float = IDLE_TIMEOUT_S,
+                 **kwargs):
+        # the socket timeout (set by StreamRequestHandler.setup): a connection that sends
+        # no request within it is closed, and its thread ends
+        self.state, self.bound, self.timeout = state, bound, timeout
         super().__init__(*args, **kwargs)
 
     def _refused(self) -> bool:
-        """Answer a request that must not be served (bad Host, NUL in the path)."""
+        """Answer a request that must not be served (bad Host, NUL in the path, a path
+        that leads out of the served folder through a symlink)."""
         if not allowed_host(self.headers.get("Host"), self.bound):
             self.send_error(403, "Host not allowed: open the deck at 127.0.0.1 or localhost")
             return True
         if "\0" in urllib.parse.unquote(self.path):
             self.send_error(400, "NUL byte in the path")
+            return True
+        if not inside(self.translate_path(self.path), self.directory):
+            self.send_error(404, "File not found")
             return True
         return False
 
@@ -184,7 +219,8 @@ def _listen(port: int, state: PreviewState, serve_dir: Path, emit) -> PreviewSer
     """Bind the port first, so a port in use is reported before anything is built."""
     host = "127.0.0.1"
     try:
-        handler = functools.partial(Handler, state=state, bound=host, directory=str(serve_dir))
+        handler = functools.partial(Handler, state=state, bound=host, directory=str(serve_dir),
+                                    timeout=idle_timeout())
         return PreviewServer((host, port), handler, emit)
     except OSError as exc:
         hint = ("another preview may be running; " if exc.errno == errno.EADDRINUSE else "")

@@ -4,7 +4,8 @@
 ``/*-- scss:functions|defaults|mixins|rules --*/`` markers and assembled as
 user functions, user defaults (later files first, so they win over earlier ones),
 deckbuild's base defaults, user mixins, deckbuild's base rules, user rules (in order).
-The compiled CSS is cached by a hash of the assembled source.
+The compiled CSS is cached by a hash of the assembled source; its file name also holds
+the hash of its content, checked on every read (a damaged file is compiled again).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import re
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from .errors import DeckError
 from .files import read_source
@@ -77,8 +79,10 @@ def sass_command(node_modules: Path) -> list[str]:
     return ["node", str(sass_js)]
 
 
-def compile_theme(themes: list[str], node_modules: Path, cache_dir: Path) -> tuple[Path, bool]:
-    """Return (path of the compiled CSS, whether it came from the cache)."""
+def compile_theme(themes: list[str], node_modules: Path, cache_dir: Path,
+                  damaged: Callable[[Path], None] | None = None) -> tuple[Path, bool]:
+    """Return (path of the compiled CSS, whether it came from the cache). A cached CSS
+    that is not what was written is passed to ``damaged`` and compiled again."""
     pieces = assemble(themes)
     text_parts, origin = [], []   # origin[i] = (piece, first line of piece in assembled file)
     line = 1
@@ -93,13 +97,13 @@ def compile_theme(themes: list[str], node_modules: Path, cache_dir: Path) -> tup
     sass_js = node_modules / "sass" / "package.json"
     version = sass_js.read_text() if sass_js.exists() else ""
     key = hashlib.sha256((source + version).encode()).hexdigest()[:24]
-    out = cache_dir / f"theme-{key}.css"
-    if out.exists():
-        return out, True
+    cached = cached_css(cache_dir, key, damaged)
+    if cached is not None:
+        return cached, True
     cache_dir.mkdir(parents=True, exist_ok=True)
     scss = cache_dir / f"theme-{key}.scss"
     scss.write_text(source)
-    tmp = out.with_suffix(f".tmp{os.getpid()}")
+    tmp = cache_dir / f"theme-{key}.tmp{os.getpid()}"
     proc = subprocess.run([*sass_command(node_modules), "--no-source-map", "--style=compressed",
                            "--quiet-deps", "--silence-deprecation=import,global-builtin,color-functions",
                            str(scss), str(tmp)], capture_output=True, text=True)
@@ -114,5 +118,24 @@ def compile_theme(themes: list[str], node_modules: Path, cache_dir: Path) -> tup
                     file, lno = piece.file, piece.first_line + at - first
         msg = err.strip().splitlines()[0] if err.strip() else "sass failed"
         raise DeckError(f"theme does not compile: {msg}", file, lno, err.strip())
+    digest = hashlib.sha256(tmp.read_bytes()).hexdigest()
+    out = cache_dir / f"theme-{key}-{digest}.css"
     os.replace(tmp, out)
     return out, False
+
+
+def cached_css(cache_dir: Path, key: str, damaged: Callable[[Path], None] | None) -> Path | None:
+    """The compiled CSS cached for ``key``, or None. Each is named ``theme-<key>-<sha256 of
+    its content>.css``; one whose content no longer has that hash (emptied, truncated,
+    edited) is reported to ``damaged``, removed and not used, so the theme is compiled again."""
+    for css in sorted(cache_dir.glob(f"theme-{key}-*.css")):
+        expected = css.name[len(f"theme-{key}-"):-len(".css")]
+        try:
+            if hashlib.sha256(css.read_bytes()).hexdigest() == expected:
+                return css
+        except OSError:
+            pass
+        if damaged is not None:
+            damaged(css)
+        css.unlink(missing_ok=True)
+    return None

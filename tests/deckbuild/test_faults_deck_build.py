@@ -1,6 +1,7 @@
 """Fault cases (issue 11): two builds at once, a damaged build stamp, read-only folders.
 Nothing is lost (the last good deck stays) and nothing fails with a traceback."""
 
+import hashlib
 import json
 import os
 import shutil
@@ -85,6 +86,76 @@ def test_a_write_that_fails_part_way_leaves_the_previous_stamp_whole(tmp_path):
     assert [p.name for p in stamp.parent.iterdir()] == ["deck.qmd.json"]
 
 
+class _KilledAfter:
+    """Stands for the ``os`` module inside deckbuild.build: its ``replace`` is killed (a
+    KeyboardInterrupt, as Ctrl-C or a signal turned exception) once ``renames`` have
+    completed; everything else is the real ``os``."""
+
+    def __init__(self, renames: int):
+        self.left = renames
+
+    def __getattr__(self, name):
+        return getattr(os, name)
+
+    def replace(self, src, dst):
+        if self.left == 0:
+            raise KeyboardInterrupt(f"killed before renaming {Path(src).name}")
+        self.left -= 1
+        os.replace(src, dst)
+
+
+def _fake_pdf(html: Path, pdf: Path, ctx=None) -> None:
+    """A stand-in for Chromium's printing: the 'PDF' names the HTML it was printed from."""
+    pdf.write_bytes(b"PDF of " + hashlib.sha256(html.read_bytes()).hexdigest().encode())
+
+
+@pytest.mark.parametrize("renames_done", [0, 1, 2],
+                         ids=["before-the-pdf", "between-pdf-and-html", "before-the-stamp"])
+def test_a_build_killed_while_replacing_outputs_is_not_up_to_date_after_a_revert(
+        deck, monkeypatch, renames_done):
+    """Issue 23. Before: the stamp of the last whole build stayed while its outputs were
+    replaced, so a build of version 2 killed between the PDF's and the HTML's renames, then
+    the source reverted to version 1, gave 'up to date' with a version-1 HTML beside a
+    version-2 PDF (killed after both renames: version-2 outputs for a version-1 source)."""
+    from deckbuild import build
+    from deckbuild.build import BuildSettings, build_document
+
+    monkeypatch.setattr(build.browser, "print_pdf", _fake_pdf)
+    monkeypatch.setattr(build.browser, "pdf_pages", lambda pdf: 1)
+    root = deck("errors")
+    doc, out = root / "good.qmd", root / "_output"
+    version_1 = doc.read_text()
+    settings = BuildSettings()
+    assert not build_document(doc, settings, lambda line: None).up_to_date
+
+    doc.write_text(version_1.replace("## One slide", "## Changed slide"))
+    if renames_done < 2:
+        monkeypatch.setattr(build, "os", _KilledAfter(renames_done))
+    else:
+        real_write_atomic = build.files.write_atomic
+
+        def killed_write_atomic(path, text):
+            if path.parent.name == "builds":
+                raise KeyboardInterrupt("killed before writing the build stamp")
+            real_write_atomic(path, text)
+        monkeypatch.setattr(build.files, "write_atomic", killed_write_atomic)
+    with pytest.raises(KeyboardInterrupt):
+        build_document(doc, settings, lambda line: None)
+    monkeypatch.undo()
+    monkeypatch.setattr(build.browser, "print_pdf", _fake_pdf)
+    monkeypatch.setattr(build.browser, "pdf_pages", lambda pdf: 1)
+
+    doc.write_text(version_1)
+    emitted = []
+    result = build_document(doc, settings, emitted.append)
+    html = (out / "good.html").read_text(encoding="utf-8")
+    assert "One slide" in html and "Changed slide" not in html, emitted
+    assert (out / "good.pdf").read_bytes() == (
+        b"PDF of " + hashlib.sha256((out / "good.html").read_bytes()).hexdigest().encode()), (
+        f"the PDF is not the HTML's (up to date: {result.up_to_date})")
+    assert build_document(doc, settings, lambda line: None).up_to_date   # the stamp is back
+
+
 # Root ignores file permissions, so a read-only folder is tested by running the render
 # without the capabilities that let root write anywhere (CAP_DAC_OVERRIDE and
 # CAP_DAC_READ_SEARCH dropped from the bounding set with util-linux's setpriv): the
@@ -119,3 +190,36 @@ def test_a_read_only_folder_is_found_before_any_cell_runs(deck, read_only, folde
     assert proc.returncode == 1 and TRACEBACK not in proc.stderr, proc.stderr
     assert f"cannot write to {root / folder} ({purpose}): Permission denied" in proc.stderr
     assert "kernel ready" not in proc.stderr
+
+
+@pytest.mark.parametrize("damage", ["emptied", "truncated"])
+def test_a_damaged_cached_theme_is_reported_and_compiled_again(deck, damage):
+    """Issue 23. Before: an emptied cached theme CSS was used as it was, and the deck
+    was built without its theme (no warning)."""
+    from deckbuild.build import BuildSettings, build_document
+
+    root = deck("errors")
+    (root / "marker.scss").write_text(
+        "/*-- scss:rules --*/\n.reveal .theme-only-marker { color: #D55E00; }\n")
+    quarto = root / "_quarto.yml"
+    quarto.write_text(quarto.read_text().replace("theme: default", "theme: [default, marker.scss]"))
+    doc, html = root / "good.qmd", root / "_output" / "good.html"
+    settings = BuildSettings(html_only=True)
+    build_document(doc, settings, lambda line: None)
+    rule = ".theme-only-marker{color:#d55e00}"
+    assert rule in html.read_text(encoding="utf-8")
+    [css] = (root / ".cache" / "deckbuild" / "theme").glob("*.css")
+    whole = css.read_bytes()
+    css.write_bytes(b"" if damage == "emptied" else whole[: len(whole) // 2])
+
+    emitted = []
+    build_document(doc, settings, emitted.append)
+    shown = css.relative_to(root)
+    assert [line for line in emitted if "damaged" in line] == [
+        f"  compiled theme {shown} is damaged (its content does not match the checksum in "
+        "its name); compiling the theme again"]
+    assert rule in html.read_text(encoding="utf-8")
+    assert css.read_bytes() == whole
+    emitted.clear()
+    assert build_document(doc, settings, emitted.append).up_to_date
+    assert not [line for line in emitted if "damaged" in line]

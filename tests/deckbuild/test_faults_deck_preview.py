@@ -71,3 +71,46 @@ def test_requests_for_other_host_names_are_refused_and_nul_is_a_bad_request(deck
         assert p.get(path)[0] == 400, path
     assert p.get("/good.html")[0] == 200
     assert TRACEBACK not in p.console() and "ValueError" not in p.console()
+
+
+def test_symlinks_out_of_the_output_folder_are_refused(deck, preview, tmp_path):
+    """Issue 23. Before: a link in _output to any file (/etc/passwd) was served."""
+    root = deck("errors")
+    secret = tmp_path / "outside" / "secret.txt"
+    secret.parent.mkdir()
+    secret.write_text("not for the preview")
+    (secret.parent / "page.html").write_text("<p>not for the preview</p>")
+    p = preview(root / "good.qmd")
+    p.wait(lambda: p.get("/good.html")[0] == 200, "the deck")
+    out = root / "_output"
+    (out / "secret.txt").symlink_to(secret)
+    (out / "page.html").symlink_to(secret.parent / "page.html")
+    (out / "folder").symlink_to(secret.parent, target_is_directory=True)
+    (out / "same.html").symlink_to(out / "good.html")       # inside: still served
+    for path in ("/secret.txt", "/page.html", "/folder/secret.txt", "/folder/", "/folder",
+                 "/secret.txt?x=1", "/%73ecret.txt"):
+        status, body = p.get(path)
+        assert status == 404 and b"not for the preview" not in body, path
+    status, body = p.get("/same.html")
+    assert status == 200 and b"good output" in body
+    assert p.get("/good.html")[0] == 200 and TRACEBACK not in p.console()
+
+
+def test_an_idle_connection_is_closed_by_the_server(deck, preview, monkeypatch):
+    """Issue 23. Before: a connection that sent nothing was kept open (a thread each) for ever."""
+    import time
+
+    monkeypatch.setenv("DECKBUILD_PREVIEW_IDLE_TIMEOUT", "2")
+    root = deck("errors")
+    p = preview(root / "good.qmd")
+    p.wait(lambda: p.get("/good.html")[0] == 200, "the deck")
+    with socket.create_connection(("127.0.0.1", p.port), timeout=15) as idle:
+        start = time.monotonic()
+        try:
+            data = idle.recv(1024)
+        except TimeoutError:
+            data = None
+        waited = time.monotonic() - start
+    assert data == b"", f"the idle connection was still open after {waited:.1f}s"
+    assert 1.5 <= waited < 10, waited
+    assert p.get("/good.html")[0] == 200 and TRACEBACK not in p.console()
