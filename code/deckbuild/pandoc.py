@@ -29,7 +29,7 @@ def pandoc_path() -> str:
 
 
 # The reveal.js plugins Quarto's revealjs format turns on by default that a presenter
-# uses: speaker notes (S), search (Ctrl-Shift-F), zoom (Alt-click) from reveal.js itself,
+# uses: speaker notes (S), search (Ctrl-Shift-F), zoom (Alt-click, Ctrl-click on Linux) from reveal.js itself,
 # and a slide menu (M) of our own in place of Quarto's bundled menu plugin.
 PLUGINS = ["RevealNotes", "RevealSearch", "RevealZoom", "DeckbuildMenu"]
 
