@@ -16,18 +16,8 @@ from transformer_lab import teaching as tt
 
 from deck_runs import CHAPTERS, ROOT
 
-CELL = re.compile(r"^```\{python\}\n(.*?)^```", flags=re.S | re.M)
 TINY = dict(task="copy", d_model=16, num_heads=2, d_ff=32, num_layers=1, num_train=200, num_eval=10,
             max_tokens=128, warmup_steps=5, device="cpu", seed=1)
-
-
-def code_cells(text: str) -> list[str]:
-    return CELL.findall(text)
-
-
-def included_chapters() -> list[str]:
-    index = (ROOT / "slides" / "index.qmd").read_text()
-    return [name.split("/")[-1] for name in re.findall(r"\{\{<\s*include\s+(\S+)\s*>\}\}", index)]
 
 
 @pytest.fixture
@@ -40,16 +30,25 @@ def cache_dir(tmp_path):
 # --------------------------------------------------------------------------- the definitions
 
 
+def chapter_code() -> dict[str, str]:
+    """Each included chapter's code, as the renderer reads it."""
+    code: dict[str, str] = {}
+    for cell in deck_cells():
+        if cell.chapter is not None:
+            code[cell.chapter.name] = code.get(cell.chapter.name, "") + cell.code + "\n"
+    return code
+
+
 def test_the_chapters_get_each_trained_model_from_its_single_definition():
+    code = chapter_code()
     uses = {"pronoun_model()": ("06-sdpa.qmd", "11a-trained-attention.qmd", "20-explorer.qmd"),
             "dates_model()": ("15-decoding.qmd", "20-explorer.qmd")}
     for call, chapters in uses.items():
         for chapter in chapters:
-            assert f"tt.{call}" in "".join(code_cells((CHAPTERS / chapter).read_text())), chapter
-    assert "tt.DATES_MODEL" in (CHAPTERS / "14-training.qmd").read_text()  # shown with its settings
-    for chapter in included_chapters():  # no chapter trains a model of its own
-        code = "".join(code_cells((CHAPTERS / chapter).read_text()))
-        assert "RunConfig(" not in code and not re.search(r"tt\.cached\(\"(pronoun|dates)-model", code), chapter
+            assert f"tt.{call}" in code[chapter], chapter
+    assert "tt.DATES_MODEL" in code["14-training.qmd"]  # shown with its settings
+    for chapter, text in code.items():  # no chapter trains a model of its own
+        assert "RunConfig(" not in text and not re.search(r"tt\.cached\(\"(pronoun|dates)-model", text), chapter
 
 
 def test_the_deck_models_are_cached_under_the_names_the_deck_always_used():
@@ -133,24 +132,34 @@ def module_names(code: str) -> tuple[set, set]:
     return binds, reads
 
 
+def deck_cells():
+    """The deck's cells as the renderer reads them (``deckbuild.source``: includes expanded,
+    each cell knowing its chapter and whether it is a setup cell)."""
+    pytest.importorskip("yaml", reason="reading the deck needs the [deck] extra (PyYAML)")
+    from deckbuild.source import parse
+
+    return parse(ROOT / "slides" / "index.qmd", ROOT).cells
+
+
 def setup_names() -> set:
-    index = (ROOT / "slides" / "index.qmd").read_text()
-    names = set()
-    for code in code_cells(index.split("{{< include")[0]):
-        names |= module_names(code)[0]
-    return names
+    return set().union(*(module_names(c.code)[0] for c in deck_cells() if c.setup))
 
 
 def test_the_setup_cells_define_what_the_chapters_may_take_for_granted():
     assert {"torch", "F", "Figure", "tl", "tt", "show_table", "show_math"} <= setup_names()
 
 
-@pytest.mark.parametrize("chapter", included_chapters())
+@pytest.mark.parametrize("chapter", sorted(p.name for p in CHAPTERS.glob("*.qmd")))
 def test_each_chapter_defines_every_name_it_reads(chapter):
+    """Statically, before any build (the renderer stops at the first such read at build
+    time, naming both places)."""
+    cells = [c for c in deck_cells() if c.chapter is not None and c.chapter.name == chapter]
+    if not cells:
+        pytest.skip(f"{chapter} is not included in slides/index.qmd")
     known = setup_names() | set(dir(builtins))
     missing = []
-    for code in code_cells((CHAPTERS / chapter).read_text()):
-        binds, reads = module_names(code)
+    for cell in cells:
+        binds, reads = module_names(cell.code)
         known |= binds
         missing += sorted(reads - known)
     assert missing == [], f"{chapter} reads names another chapter defines"
