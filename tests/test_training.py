@@ -160,3 +160,13 @@ def test_corpus_bleu_is_100_for_identical_text_and_scores_characters():
     assert tl.corpus_bleu(["the cat sat on the mat"], ["the cat sat on the mat"]) == pytest.approx(100.0)
     with pytest.raises(ValueError, match="same length"):
         tl.corpus_bleu(["a"], [])
+
+
+@pytest.mark.parametrize("limit", [1, 7, 40, 100])
+def test_evaluation_decodes_exactly_max_examples(limit):
+    """Before: it stopped only after a whole batch, so 200 asked for could decode 372."""
+    loaders, model = copy_setup()
+    sizes = [b.src.size(0) for b in loaders.validation]
+    assert len(sizes) > 1 and sizes[0] > 1           # so a limit can fall inside a batch
+    metrics = tl.evaluate(model, loaders.validation, loaders.tgt_vocab, max_examples=limit)
+    assert metrics["examples"] == min(limit, sum(sizes))

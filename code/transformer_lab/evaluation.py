@@ -70,6 +70,10 @@ def evaluate(
     hypotheses: list[str] = []
     references: list[str] = []
     for batch in loader:
+        if max_examples is not None:  # exactly max_examples: the last batch is cut short
+            if len(hypotheses) >= max_examples:
+                break
+            batch = batch.head(max_examples - len(hypotheses))
         batch = batch.to(device)
         loss, right = batch_loss_sum(net, batch, loss_fn)
         loss_sum += float(loss)
@@ -81,8 +85,6 @@ def evaluate(
             hypotheses.append(hyp)
             references.append(ref)
             exact += hyp == ref
-        if max_examples is not None and len(hypotheses) >= max_examples:
-            break
     net.train(was_training)
     n = len(hypotheses)
     return {

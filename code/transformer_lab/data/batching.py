@@ -68,6 +68,12 @@ class Batch(NamedTuple):
     tgt_tokens: int  # non-pad target tokens (positions that count in the loss)
     indices: Tensor  # (B,) dataset indices, to restore the original order
 
+    def head(self, n: int, pad_id: int = PAD_ID) -> "Batch":
+        """The first ``n`` examples (token counts recounted; padding columns kept)."""
+        src, tgt_in, tgt_out = self.src[:n], self.tgt_in[:n], self.tgt_out[:n]
+        return Batch(src, tgt_in, tgt_out, int((src != pad_id).sum()), int((tgt_out != pad_id).sum()),
+                     self.indices[:n])
+
     def to(self, device, non_blocking: bool = False) -> "Batch":
         move = partial(Tensor.to, device=device, non_blocking=non_blocking)
         return self._replace(
