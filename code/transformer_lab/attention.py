@@ -89,7 +89,7 @@ def attention_weights(
     softmax in float32. Inputs are not checked here (scaled_dot_product_attention and
     MultiHeadAttention check theirs).
     """
-    scale = 1.0 / math.sqrt(query.size(-1))  # q first: q·k stays in fp16's range
+    scale = 1.0 / math.sqrt(query.size(-1))  # q first: fp16 headroom
     scores = (query * scale) @ key.transpose(-2, -1)  # (..., T, S)
     if scores.dtype in (torch.float16, torch.bfloat16):
         scores = scores.float()
@@ -98,7 +98,7 @@ def attention_weights(
         scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
     weights = torch.softmax(scores, dim=-1)  # rows sum to 1 over keys
     if mask is not None:
-        weights = weights * mask  # exact zeros; fully masked rows: 0
+        weights = weights * mask  # a fully masked row: 0, not 1/S
     return weights.to(query.dtype)
 
 

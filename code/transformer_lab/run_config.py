@@ -7,7 +7,7 @@ itself once, when it is made. Options left at ``None`` take the preset's value f
 ``RECIPES``.
 
 Toy runs are thousands of times shorter than the paper's 100,000 steps, so the ``tiny``
-preset shortens the warm-up and raises the schedule's factor; the ``base`` and ``big``
+preset shortens the warm-up (100 steps) and halves equation (3) (``lr_factor=0.5``); the ``base`` and ``big``
 presets keep the paper's 4,000 warm-up steps and factor 1.
 
 The options in ``RUN_OPTIONS`` define a run (its data, model and optimisation) and are
