@@ -61,21 +61,37 @@ def run_deck(ctx, deck: fc.Deck, workdir: Path) -> dict:
     build = fc.build(deck, workdir)
     emit(f"  build {'ok' if build.ok else 'FAILED'} in {build.seconds:.1f} s"
          + ("" if build.ok else f": {build.error.splitlines()[0][:200]}"))
-    quarto = fb.capture_deck(ctx, deck.quarto_html.resolve().as_uri(),
-                             progress=slide_progress("quarto"))
+    errors = {}
+    quarto = capture(ctx, deck.quarto_html, None, "quarto", errors) or EMPTY
     names = fc.ImageNames(deck.folder / "source", deck.folder / "quarto")
-    ours = None
-    if build.ok:
-        ours = fb.capture_deck(ctx, build.html.resolve().as_uri(), tuple(quarto["viewport"]),
-                               progress=slide_progress("ours"))
-        names.resolve(ours)
     names.resolve(quarto)
+    ours = None
+    if build.ok and "quarto" not in errors:
+        ours = capture(ctx, build.html, tuple(quarto["viewport"]), "ours", errors)
+        if ours:
+            names.resolve(ours)
     scores = fr.score_deck(quarto, ours)
     return {"name": deck.name, "quarto_version": deck.quarto_version, "qmd": deck.qmd,
             "build": {"ok": build.ok, "error": build.error, "seconds": round(build.seconds, 2)},
+            "page_errors": errors,
             "viewport": quarto["viewport"], "viewport_note": quarto["viewport_note"],
             "blocked": {"quarto": quarto["blocked"], "ours": ours["blocked"] if ours else []},
             **scores, "seconds": round(time.perf_counter() - t0, 1)}
+
+
+EMPTY = {"viewport": [], "viewport_note": "", "slides": [], "blocked": []}
+
+
+def capture(ctx, html: Path, viewport, side: str, errors: dict) -> dict | None:
+    """One side's capture (fidelity_browser.capture_deck), or None with the reason in
+    ``errors[side]`` when the page cannot be walked (no reveal.js, a script error...)."""
+    try:
+        return fb.capture_deck(ctx, html.resolve().as_uri(), viewport,
+                               progress=slide_progress(side))
+    except Exception as exc:  # noqa: BLE001 - one deck's page must not stop the run
+        errors[side] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:300]}"
+        emit(f"  {side} page FAILED: {errors[side]}")
+        return None
 
 
 def run(corpus: Path, names: list[str] | None = None) -> dict:

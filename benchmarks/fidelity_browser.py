@@ -157,10 +157,24 @@ SHOW_SLIDE_JS = r"""
 }
 """
 
+# Let the page settle: the current slide's images loaded (reveal.js sets a lazy image's
+# src when its slide comes near; at most IMAGE_WAIT_MS), two animation frames, fonts ready.
 SETTLE_JS = r"""
-() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(
-  () => document.fonts.ready.then(() => r()))))
+(waitMs) => {
+  const slide = window.Reveal && Reveal.getCurrentSlide ? Reveal.getCurrentSlide() : document;
+  const images = Array.from((slide || document).querySelectorAll('img'))
+    .concat(Array.from(document.querySelectorAll('.slide-logo')))
+    .filter(img => img.tagName === 'IMG' && (img.getAttribute('src') || img.getAttribute('data-src'))
+                   && !img.complete);
+  const loaded = Promise.all(images.map(img => new Promise(r => {
+    img.addEventListener('load', r, {once: true}); img.addEventListener('error', r, {once: true});
+  })));
+  const waited = Promise.race([loaded, new Promise(r => setTimeout(r, waitMs))]);
+  return waited.then(() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(
+    () => document.fonts.ready.then(() => r())))));
+}
 """
+IMAGE_WAIT_MS = 5000
 
 
 @contextlib.contextmanager
@@ -201,24 +215,39 @@ def open_page(ctx, url: str, viewport: tuple[int, int] = FALLBACK_VIEWPORT,
     """A page at ``url`` with this viewport, reveal.js ready (when ``reveal``), transitions
     off, fonts loaded."""
     page = ctx.new_page()
-    page.set_viewport_size({"width": viewport[0], "height": viewport[1]})
-    page.goto(url, wait_until="load")
-    if reveal:
-        page.wait_for_function("() => window.Reveal && Reveal.isReady()", timeout=30000)
-        page.evaluate("() => { Reveal.configure({transition: 'none', backgroundTransition: 'none'});"
-                      " Reveal.layout(); }")
-    page.add_style_tag(content="*, *::before, *::after { transition: none !important; "
-                               "animation: none !important; }")
-    page.evaluate(SETTLE_JS)
+    try:
+        page.set_viewport_size({"width": viewport[0], "height": viewport[1]})
+        page.goto(url, wait_until="load")
+        if reveal:
+            if not page.evaluate("() => !!window.Reveal"):
+                raise RuntimeError(f"no reveal.js (window.Reveal) on {url} once it loaded")
+            page.wait_for_function("() => window.Reveal && Reveal.isReady()", timeout=30000)
+            page.evaluate("() => { Reveal.configure({transition: 'none', "
+                          "backgroundTransition: 'none'}); Reveal.layout(); }")
+        page.add_style_tag(content="*, *::before, *::after { transition: none !important; "
+                                   "animation: none !important; }")
+        page.evaluate(SETTLE_JS, IMAGE_WAIT_MS)
+    except Exception:
+        page.close()
+        raise
     return page
+
+
+def _pixels(value) -> int | None:
+    """A reveal.js size in pixels (1050, "1050", "1050px"), None for "100%" and the like."""
+    if isinstance(value, (int, float)):
+        return int(value)
+    text = str(value).strip().removesuffix("px")
+    return int(float(text)) if text.replace(".", "", 1).isdigit() else None
 
 
 def configured_size(page) -> tuple[tuple[int, int], str]:
     """The deck's configured slide size (Reveal.getConfig()) as a viewport, and a note when
     it is relative (e.g. "100%"): then 1280x720."""
     width, height = page.evaluate("() => [Reveal.getConfig().width, Reveal.getConfig().height]")
-    if isinstance(width, (int, float)) and isinstance(height, (int, float)):
-        return (int(width), int(height)), ""
+    size = [_pixels(width), _pixels(height)]
+    if None not in size:
+        return (size[0], size[1]), ""
     return FALLBACK_VIEWPORT, (f"configured size {width} x {height} is relative: viewport "
                                f"{FALLBACK_VIEWPORT[0]}x{FALLBACK_VIEWPORT[1]}")
 
@@ -227,7 +256,7 @@ def resize(page, viewport: tuple[int, int]) -> None:
     if page.viewport_size != {"width": viewport[0], "height": viewport[1]}:
         page.set_viewport_size({"width": viewport[0], "height": viewport[1]})
         page.evaluate("() => Reveal.layout()")
-        page.evaluate(SETTLE_JS)
+        page.evaluate(SETTLE_JS, IMAGE_WAIT_MS)
 
 
 def most_glyphs(fonts: list[dict]) -> str | None:
@@ -292,7 +321,7 @@ def capture_deck(ctx, url: str, viewport: tuple[int, int] | None = None,
             if progress:
                 progress(n + 1, len(slides))
             page.evaluate(SHOW_SLIDE_JS, [s["h"], s["v"]])
-            page.evaluate(SETTLE_JS)
+            page.evaluate(SETTLE_JS, IMAGE_WAIT_MS)
             s["index"] = n
             s.update(collect_slide(page, fonts))
     finally:

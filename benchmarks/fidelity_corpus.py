@@ -19,7 +19,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 CORPUS_ENV = "DECKBUILD_QUARTO_CORPUS"
 BUILD_TIMEOUT_S = 600
-ERROR_CHARS = 600   # how much of the renderer's error message a report keeps
+ERROR_CHARS = 1500  # how much of the renderer's error message a report keeps (head and tail)
 
 
 def default_corpus() -> Path:

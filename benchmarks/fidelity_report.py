@@ -57,20 +57,22 @@ def minor(version: str) -> str:
 
 
 def rollup(decks: list[dict]) -> list[dict]:
-    """Decks grouped by Quarto's minor version (1.4, 1.5, ...): builds and scores."""
+    """Decks grouped by Quarto's minor version (1.4, 1.5, ...): builds, and the scores of
+    the decks measured (built, both pages walked)."""
     groups = defaultdict(list)
     for d in decks:
         groups[minor(d["quarto_version"])].append(d)
     out = []
     for series in sorted(groups, key=lambda v: [int(x) if x.isdigit() else 0 for x in v.split(".")]):
         ds = groups[series]
-        built = [d for d in ds if d["build"]["ok"]]
-        elements = sum(d["elements"] for d in built)
-        matching = sum(d["matching"] for d in built)
+        measured = [d for d in ds if d["pct_matching"] is not None]
+        elements = sum(d["elements"] for d in measured)
+        matching = sum(d["matching"] for d in measured)
         out.append({"quarto": series, "versions": sorted({d["quarto_version"] for d in ds}),
-                    "decks": len(ds), "built": len(built), "elements": elements,
-                    "matching": matching, "pct_matching": _pct(matching, elements),
-                    "pct_text_matched": _pct(sum(d["text_matched"] for d in built), elements)})
+                    "decks": len(ds), "built": sum(1 for d in ds if d["build"]["ok"]),
+                    "measured": len(measured), "elements": elements, "matching": matching,
+                    "pct_matching": _pct(matching, elements),
+                    "pct_text_matched": _pct(sum(d["text_matched"] for d in measured), elements)})
     return out
 
 
@@ -97,7 +99,7 @@ def error_summary(error: str) -> str:
     """A build error on one line: its first line, and its last when there are more."""
     lines = [line.strip() for line in error.strip().splitlines() if line.strip()] or ["(none)"]
     text = f"`{lines[0][:300]}`"
-    return text + (f" ... `{lines[-1][:200]}`" if len(lines) > 1 else "")
+    return text + (f" ... `{lines[-1][-200:]}`" if len(lines) > 1 else "")
 
 
 def _deck_table(decks: list[dict]) -> list[str]:
@@ -106,6 +108,7 @@ def _deck_table(decks: list[dict]) -> list[str]:
            "|---|---|---|---|---|---|---|---|---|"]
     for d in decks:
         build = "ok" if d["build"]["ok"] else "error"
+        build += "".join(f", {side} page error" for side in d.get("page_errors", {}))
         out.append(f"| {d['name']} | {d['quarto_version']} | {build} | {d['slides_quarto']}/"
                    f"{d['slides_ours'] if d['build']['ok'] else '-'} ({d['slides_paired']}) | "
                    f"{d['elements']} | {fmt_pct(d['pct_matching'])} | "
@@ -131,9 +134,10 @@ def markdown(result: dict, per_slide: bool = True) -> str:
     lines = [f"### Fidelity against Quarto: {len(decks)} decks, box tolerance "
              f"{fm.BOX_TOLERANCE_PX:g} px", ""] + _deck_table(decks)
     lines += ["", "#### Per Quarto version", "",
-              "| Quarto | versions | decks | built | elements | matching | matched by text |",
-              "|---|---|---|---|---|---|---|"]
+              "| Quarto | versions | decks | built | measured | elements | matching | "
+              "matched by text |", "|---|---|---|---|---|---|---|---|"]
     lines += [f"| {r['quarto']} | {', '.join(r['versions'])} | {r['decks']} | {r['built']} | "
+              f"{r['measured']} | "
               f"{r['elements']} | {fmt_pct(r['pct_matching'])} | "
               f"{fmt_pct(r['pct_text_matched'])} |" for r in result["rollup"]]
     notes = [f"- {d['name']}: {d['viewport_note']}" for d in decks if d.get("viewport_note")]
@@ -143,10 +147,14 @@ def markdown(result: dict, per_slide: bool = True) -> str:
     if errors:
         lines += ["", "#### Build errors", ""]
         lines += [f"- {d['name']}: {error_summary(d['build']['error'])}" for d in errors]
+    pages = [f"- {d['name']}, {side}: {e}" for d in decks for side, e in d.get("page_errors", {}).items()]
+    if pages:
+        lines += ["", "#### Pages that could not be walked", ""] + pages
     for d in decks:
-        if not d["build"]["ok"]:
+        if d["pct_matching"] is None:
             continue
-        lines += ["", f"#### {d['name']}: the {len(d['worst'])} worst differences", ""]
+        lines += ["", f"#### {d['name']}: the {len(d['worst'])} worst differences "
+                  "(slide numbers: Quarto/ours)", ""]
         lines += [f"{n}. {describe(w)}" for n, w in enumerate(d["worst"], 1)]
         for side in ("quarto", "ours"):
             only = d[f"only_{side}_slides"]

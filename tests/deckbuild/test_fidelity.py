@@ -5,6 +5,8 @@ corpus is not on this machine)."""
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import sys
 
@@ -115,6 +117,27 @@ def test_the_painted_family_is_the_one_with_the_most_glyphs():
     assert fb.most_glyphs([]) is None
 
 
+def test_embedded_images_are_named_after_the_source_file_with_their_bytes(tmp_path):
+    (tmp_path / "img").mkdir()
+    (tmp_path / "img" / "logo.svg").write_bytes(b"<svg>logo</svg>")
+    names = fc.ImageNames(tmp_path)
+    assert names.name("data:image/svg+xml;base64," + base64.b64encode(b"<svg>logo</svg>").decode()) \
+        == "logo.svg"
+    assert names.name("data:image/svg+xml,%3Csvg%3Elogo%3C/svg%3E") == "logo.svg"
+    other = hashlib.sha1(b"<svg>other</svg>").hexdigest()[:12]
+    assert names.name("data:image/svg+xml,%3Csvg%3Eother%3C/svg%3E") == f"data:{other}"
+    assert names.name("plot.png") == "plot.png"
+
+
+def test_a_build_error_keeps_the_renderers_message_with_paths_in_the_copy_shortened(tmp_path):
+    src = tmp_path / "deck" / "source"
+    stderr = (f"[deckbuild] talk.qmd\n  read 0.00s\n\nERROR {src}/talk.qmd:47: image "
+              f"https://example.org/a.gif is remote; the deck must work offline\n")
+    assert fc._error_message(stderr, 1, src) == \
+        "ERROR source/talk.qmd:47: image https://example.org/a.gif is remote; the deck must work offline"
+    assert fc._error_message("", 3, src) == "the renderer exited with status 3 and printed nothing"
+
+
 PAGE = """<!doctype html><meta charset="utf-8"><style>
 body {{ margin: 0; font-family: 'DejaVu Sans'; }}
 .a {{ position: absolute; margin: 0; width: 600px; line-height: 30px; font-size: 20px; }}
@@ -155,6 +178,17 @@ def test_pages_in_chromium_report_exactly_what_was_changed(tmp_path):
     assert row["matching"] == 2   # the heading, the fallback paragraph
 
 
+def test_a_page_that_cannot_be_walked_is_reported_and_the_run_goes_on(tmp_path):
+    page = tmp_path / "ours.html"
+    page.write_text("<!doctype html><p>no reveal.js here</p>")
+    errors = {}
+    with fb.browser() as ctx:
+        assert fidelity.capture(ctx, page, (800, 600), "ours", errors) is None
+    assert errors == {"ours": f"RuntimeError: no reveal.js (window.Reveal) on {page.as_uri()} "
+                              "once it loaded"}
+
+
+@pytest.mark.slow
 def test_corpus_decks_are_measured(tmp_path, capsys):
     corpus = fc.default_corpus()
     if not (corpus / CORPUS_DECKS[0] / "meta.json").is_file():
@@ -169,6 +203,7 @@ def test_corpus_decks_are_measured(tmp_path, capsys):
     for deck in result["decks"]:
         meta = json.loads((corpus / deck["name"] / "meta.json").read_text())
         assert deck["quarto_version"] == meta["quarto_version"]
+        assert deck["page_errors"] == {}
         assert f"| {deck['name']} | {meta['quarto_version']} |" in markdown
         # the report has a row for every Quarto slide, in order
         assert [r["quarto"] for r in deck["slides"] if r["quarto"]] == \
@@ -187,5 +222,5 @@ def test_corpus_decks_are_measured(tmp_path, capsys):
             assert deck["build"]["error"].startswith("ERROR source/"), deck["build"]["error"]
             assert deck["pct_matching"] is None and deck["slides_ours"] == 0
     built = [d for d in result["decks"] if d["build"]["ok"]]
-    assert all(f"#### {d['name']}: the {len(d['worst'])} worst differences" in markdown
+    assert all(f"#### {d['name']}: the {len(d['worst'])} worst differences (" in markdown
                for d in built)
