@@ -89,10 +89,12 @@ def _value(v) -> str:
 def describe(d: dict) -> str:
     """One worst difference in words."""
     where = f"slide {d['slide_quarto'] or '-'}/{d['slide_ours'] or '-'} \"{d['title'][:40]}\""
-    text = d["text"][:60] + ("..." if len(d["text"]) > 60 else "")
+    text = '"' + d["text"][:60] + ('..."' if len(d["text"]) > 60 else '"')
+    if d.get("ours_text"):
+        text += f' (ours "{d["ours_text"][:60]}")'
     props = "; ".join(f"{x['property']} Quarto {_value(x['quarto'])} vs ours {_value(x['ours'])}"
                       for x in d["diffs"])
-    return f"{where}, {d['kind']} \"{text}\": {props}"
+    return f"{where}, {d['kind']} {text}: {props}"
 
 
 def error_summary(error: str) -> str:

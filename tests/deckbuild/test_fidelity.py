@@ -105,7 +105,8 @@ def test_a_deck_score_counts_one_sided_slides_as_unmatched():
     deck = fr.score_deck(q, ours)
     assert (deck["elements"], deck["matching"], deck["pct_matching"]) == (3, 2, 66.7)
     assert deck["only_quarto_slides"] == [{"index": 2, "title": "TOC"}]
-    assert [d["text"] for d in deck["worst"]] == ["font size changed"]
+    assert [fr.describe(d) for d in deck["worst"]] == [
+        'slide 2/- "TOC", li "font size changed": presence Quarto present vs ours missing']
     assert fr.score_deck(q, None)["pct_matching"] is None
 
 
