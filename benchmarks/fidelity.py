@@ -102,9 +102,11 @@ def run(corpus: Path, names: list[str] | None = None) -> dict:
         for n, deck in enumerate(decks, 1):
             emit(f"[fidelity] deck {n}/{len(decks)}: {deck.name} (Quarto {deck.quarto_version})")
             result = run_deck(ctx, deck, Path(tmp) / deck.name)
-            score = fr.fmt_pct(result["pct_matching"])
-            emit(f"[fidelity] {deck.name}: {result['elements']} elements, {score} matching, "
-                 f"{result['seconds']:.0f} s")
+            if result["pct_matching"] is None:
+                score = f"{result['elements']} elements on Quarto's side, not measured"
+            else:
+                score = f"{result['elements']} elements, {fr.fmt_pct(result['pct_matching'])} matching"
+            emit(f"[fidelity] {deck.name}: {score}, {result['seconds']:.0f} s")
             results.append(result)
     return {"corpus": str(corpus), "box_tolerance_px": fm.BOX_TOLERANCE_PX,
             "decks": results, "rollup": fr.rollup(results)}

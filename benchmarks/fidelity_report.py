@@ -134,7 +134,11 @@ def _slide_table(d: dict) -> list[str]:
 def markdown(result: dict, per_slide: bool = True) -> str:
     decks = result["decks"]
     lines = [f"### Fidelity against Quarto: {len(decks)} decks, box tolerance "
-             f"{fm.BOX_TOLERANCE_PX:g} px", ""] + _deck_table(decks)
+             f"{fm.BOX_TOLERANCE_PX:g} px", "",
+             "Elements: those of both sides, a pair counted once (Quarto's alone where our "
+             "build failed), maths left out. Matching: box within the tolerance on every edge, "
+             "same computed font size, same painted family. Matched by text: found on both "
+             "sides.", ""] + _deck_table(decks)
     lines += ["", "#### Per Quarto version", "",
               "| Quarto | versions | decks | built | measured | elements | matching | "
               "matched by text |", "|---|---|---|---|---|---|---|---|"]
