@@ -314,14 +314,15 @@ def _after_pandoc(job: Job, doc: source.Document, opts: dict, html: Path, failed
     remote = {url for url, _, _ in doc.remote}
     later += [DeckWarning(f"pandoc could not fetch {ref}: its link is kept (a missing file, "
                           "or no network)", job.path)
-              for ref in dict.fromkeys(failed) if ref not in remote and not _local_missing(doc, ref)]
+              for ref in dict.fromkeys(failed)
+              if ref not in remote and not _local_missing(doc, job.path.parent / ref)]
     result.warnings = doc.warnings + later
     _emit_warnings(job.progress.emit, later)
 
 
-def _local_missing(doc: source.Document, ref: str) -> bool:
-    """Whether ``ref`` is a local image already reported missing (with its line)."""
-    return any(f"image not found: {ref} " in w.message for w in doc.warnings)
+def _local_missing(doc: source.Document, path: Path) -> bool:
+    """Whether ``path`` is a local image already reported missing (with its line)."""
+    return any(f"(looked for {path.resolve()})" in w.message for w in doc.warnings)
 
 
 def remote_warnings(doc: source.Document, opts: dict, html: str) -> list[DeckWarning]:

@@ -29,6 +29,9 @@ IMAGE_RE = re.compile(r"!\[[^\]]*\]\(\s*<?(?P<src>[^)\s>]+)>?(?:\s+\"[^\"]*\")?\
 DIV_OPEN_RE = re.compile(r"^ {0,3}:{3,}\s*(\{.*\}|[^\s{}:][^\s{}]*)\s*:*\s*$")
 DIV_CLOSE_RE = re.compile(r"^ {0,3}:{3,}\s*$")
 BACKGROUND_RE = re.compile(r"background-(?:image|video|iframe)=\"?(?P<src>[^\"\s}]+)\"?")
+# raw HTML that loads a file: <img src=...>, <video>, <audio>, <source>, <iframe>, <embed>
+HTML_SRC_RE = re.compile(r"""<(?:img|video|audio|source|iframe|embed)\b[^>]*?\bsrc\s*=\s*["'](?P<src>[^"']+)["']""",
+                         re.I)
 
 @dataclass
 class Line:
@@ -290,8 +293,8 @@ def resource_path(src: str, doc: Document) -> Path:
     """Where a local image or background named in ``doc`` is: relative to the document's
     folder, or to the project root when it starts with ``/`` (as Quarto reads it)."""
     if src.startswith("/"):
-        return (doc.root or doc.path.parent) / src.lstrip("/")
-    return doc.path.parent / src
+        return ((doc.root or doc.path.parent) / src.lstrip("/")).resolve()
+    return (doc.path.parent / src).resolve()
 
 
 def is_remote(src: str) -> bool:
@@ -299,10 +302,10 @@ def is_remote(src: str) -> bool:
 
 
 def check_resources(doc: Document) -> list[Path]:
-    """The local images and slide backgrounds the markdown names, which must exist: a
-    missing one is a warning naming the file and line (pandoc leaves its link, as under
-    Quarto). Remote ones go to ``doc.remote`` (url, file, line) for the build to judge.
-    Code blocks and HTML comments are skipped."""
+    """The local images, slide backgrounds and raw-HTML ``src`` files the markdown names,
+    which must exist: a missing one is a warning naming the file and line (pandoc leaves
+    its link, as under Quarto). Remote ones go to ``doc.remote`` (url, file, line) for the
+    build to judge. Code blocks and HTML comments are skipped."""
     found: list[Path] = []
     doc.remote = []
     for block in doc.blocks:
@@ -311,7 +314,8 @@ def check_resources(doc: Document) -> list[Path]:
         scanner = Scanner()
         for line in block.lines:
             text = scanner.visible(line.text)
-            for m in list(IMAGE_RE.finditer(text)) + list(BACKGROUND_RE.finditer(text)):
+            for m in [*IMAGE_RE.finditer(text), *BACKGROUND_RE.finditer(text),
+                      *HTML_SRC_RE.finditer(text)]:
                 src = m.group("src")
                 if is_remote(src):
                     doc.remote.append((src, line.file, line.lineno))
@@ -324,5 +328,5 @@ def check_resources(doc: Document) -> list[Path]:
                         f"image not found: {src} (looked for {path}); the deck is built "
                         "without it", line.file, line.lineno))
                     continue
-                found.append(path.resolve())
+                found.append(path)
     return found

@@ -61,6 +61,7 @@ def test_missing_image_is_a_warning_with_file_and_line_and_the_deck_builds(deck)
     proc = run_cli("render", str(root / "missing-image.qmd"), "--html-only")
     assert proc.returncode == 0, proc.stderr
     assert "missing-image.qmd:9: warning: image not found: img/missing.png" in proc.stderr
+    assert "pandoc could not fetch" not in proc.stderr     # said once, with its line
     assert (root / "_output" / "missing-image.html").exists()
 
 

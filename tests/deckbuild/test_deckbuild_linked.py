@@ -174,6 +174,20 @@ def test_a_remote_logo_stays_a_link(tmp_path):
     assert (Path(warning.file).name, warning.line) == ("_quarto.yml", 3)
 
 
+def test_raw_html_files_are_copied_or_warned_about(tmp_path):
+    """``<img src=...>`` in raw HTML: a local file is copied into the output folder, a
+    remote one stays a link with a warning; one in an HTML comment is neither."""
+    write(tmp_path / "_quarto.yml", "project:\n  output-dir: _output\n")
+    png(tmp_path / "pics" / "local.png", (10, 20, 30))
+    deck = write(tmp_path / "deck.qmd", '## S\n\n<p align="center">\n  <img src="pics/local.png" />\n'
+                 '  <img src="https://example.invalid/a.gif" />\n</p>\n\n'
+                 '<!-- <img src="https://example.invalid/hidden.gif"> -->\n')
+    result = build(deck)
+    assert (tmp_path / "_output" / "pics" / "local.png").is_file()
+    (warning,) = warned(result, "example.invalid")
+    assert warning.line == 5 and "a.gif" in warning.message
+
+
 def test_a_missing_project_image_is_a_warning_naming_file_and_line(tmp_path):
     write(tmp_path / "_quarto.yml", "project:\n  output-dir: _output\n")
     result = build(write(tmp_path / "deck.qmd", "## S\n\ntext\n\n![](/images/gone.png)\n"))
