@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from . import (__version__, browser, execute, files, markdown, pandoc, resources, schema, source,
-               strict, theme)
+from . import (__version__, browser, execute, files, libs, markdown, mathmethod, pandoc,
+               resources, schema, source, strict, theme)
 from .errors import DeckWarning
 from .options import Project, find_project_root, load_project, resolve_options
 
@@ -158,33 +158,54 @@ def _fingerprint(job: Job, md: Path, css: Path, opts: dict, images: list[Path],
     return h.hexdigest()
 
 
-def _write_outputs(job: Job, md: Path, css: Path, opts: dict, node_modules: Path,
-                   html: Path, pdf: Path) -> None:
+def _layout(job: Job, md: Path, css: Path, opts: dict, node_modules: Path, html: Path,
+            images: list[Path]) -> libs.Layout:
+    """Embedded (one file), or linked files beside the HTML (see libs.py)."""
+    if opts["embed-resources"]:
+        return libs.embedded(css, opts, node_modules)
+    out_root = job.project.output_dir if job.project else html.parent
+    place = libs.Place(html, job.root, out_root)
+    return libs.linked(css, opts, node_modules, place, images,
+                       md.parent / f"{job.path.stem}_files")
+
+
+def _project_offset(job: Job) -> str:
+    """The project root seen from the document's folder ("." when they are one)."""
+    return Path(os.path.relpath(job.root, job.path.parent)).as_posix()
+
+
+def _write_outputs(job: Job, md: Path, layout: libs.Layout, opts: dict, html: Path,
+                   pdf: Path) -> list[str]:
     """pandoc (and the PDF) into temporary files, moved into place only on success. The
     temporaries have unique names, and the ones a killed build left behind are removed
     (the build lock says no other build of this document is running). The build stamp is
-    removed before the first output is replaced; the caller writes it after the last."""
+    removed before the first output is replaced; the caller writes it after the last.
+    Returns the resources pandoc could not fetch."""
     for stale in html.parent.glob(f".{html.stem}.*.partial.*"):
         stale.unlink(missing_ok=True)
     tmp_html = files.temporary_beside(html, ".partial.html")
     tmp_pdf = files.temporary_beside(pdf, ".partial.pdf")
     try:
         t = time.perf_counter()
-        pandoc.run_pandoc(md, tmp_html, css, opts, node_modules, job.path.parent, md.parent,
-                          job.md_origins)
+        failed = pandoc.run_pandoc(md, tmp_html, layout, opts, job.path.parent, md.parent,
+                                   job.md_origins, _project_offset(job))
         job.progress.step("pandoc", t, f"{tmp_html.stat().st_size / 1e6:.1f} MB")
-        if not job.settings.html_only:
-            t = time.perf_counter()
-            browser.print_pdf(tmp_html, tmp_pdf)
-            job.progress.step("pdf", t, f"{browser.pdf_pages(tmp_pdf)} pages")
-        # The stamp goes before the first output is replaced and comes back (in _build)
-        # only once both are in place: a build killed between the two renames leaves no
-        # stamp, so the next build remakes both instead of calling a mixed pair up to date.
-        _stamp_path(job).unlink(missing_ok=True)
-        if not job.settings.html_only:
-            os.replace(tmp_pdf, pdf)
-        os.replace(tmp_html, html)
+        # a linked deck's files go in place first: the PDF is printed from them
+        with libs.swap_in(layout, html):
+            if not job.settings.html_only:
+                t = time.perf_counter()
+                browser.print_pdf(tmp_html, tmp_pdf)
+                job.progress.step("pdf", t, f"{browser.pdf_pages(tmp_pdf)} pages")
+            # The stamp goes before the first output is replaced and comes back (in _build)
+            # only once both are in place: a build killed between the two renames leaves no
+            # stamp, so the next build remakes both instead of calling a mixed pair up to date.
+            _stamp_path(job).unlink(missing_ok=True)
+            if not job.settings.html_only:
+                os.replace(tmp_pdf, pdf)
+            os.replace(tmp_html, html)
+        return failed
     finally:
+        libs.discard(layout)
         for tmp in (tmp_html, tmp_pdf):
             tmp.unlink(missing_ok=True)
 
@@ -252,23 +273,74 @@ def _build(job: Job, doc: source.Document, opts: dict, images: list[Path], html:
     css, cached = theme.compile_theme(
         opts["theme"], node_modules, job.cache_root / "theme",
         lambda bad: emit(f"  compiled theme {job.shown(bad)} is damaged (its content does not "
-                         "match the checksum in its name); compiling the theme again"))
+                         "match the checksum in its name); compiling the theme again"),
+        doc.warnings)
     job.progress.step("theme", t, "cached" if cached else "compiled")
     doc.warnings += strict.check_classes(doc, css.read_text(encoding="utf-8"))
-    for warning in doc.warnings:
-        emit(f"  {warning}")
+    _emit_warnings(emit, doc.warnings)
 
     fingerprint = _fingerprint(job, md, css, opts, images, node_modules)
     result = BuildResult(job.path, html, None if settings.html_only else pdf, job.progress.timings,
                          warnings=doc.warnings)
+    linked_files = html.with_name(f"{html.stem}_files")
     if (settings.use_cache and html.exists() and (settings.html_only or pdf.exists())
+            and (opts["embed-resources"] or linked_files.is_dir())
             and _stamped_fingerprint(job) == fingerprint):
         emit(f"  up to date: {job.shown(html)}")
+        _after_pandoc(job, doc, opts, html, [], result)
         job.progress.total()
         result.up_to_date = True
         return result
-    _write_outputs(job, md, css, opts, node_modules, html, pdf)
+    layout = _layout(job, md, css, opts, node_modules, html, images)
+    failed = _write_outputs(job, md, layout, opts, html, pdf)
     files.write_atomic(_stamp_path(job), json.dumps({"fingerprint": fingerprint}))
     emit(f"  wrote {', '.join(job.shown(p) for p in ([html] if settings.html_only else [html, pdf]))}")
+    _after_pandoc(job, doc, opts, html, failed, result)
     job.progress.total()
     return result
+
+
+def _emit_warnings(emit: Callable[[str], None], warnings: list) -> None:
+    for warning in warnings:
+        emit(f"  {warning}")
+
+
+def _after_pandoc(job: Job, doc: source.Document, opts: dict, html: Path, failed: list[str],
+                  result: BuildResult) -> None:
+    """The warnings only the written HTML can tell: remote files kept as links, where the
+    maths comes from, and what else pandoc could not fetch."""
+    text = html.read_text(encoding="utf-8")
+    later = remote_warnings(doc, opts, text) + mathmethod.warnings(opts, text, job.path)
+    remote = {url for url, _, _ in doc.remote}
+    later += [DeckWarning(f"pandoc could not fetch {ref}: its link is kept (a missing file, "
+                          "or no network)", job.path)
+              for ref in dict.fromkeys(failed)
+              if ref not in remote and not _local_missing(doc, job.path.parent / ref)]
+    result.warnings = doc.warnings + later
+    _emit_warnings(job.progress.emit, later)
+
+
+def _local_missing(doc: source.Document, path: Path) -> bool:
+    """Whether ``path`` is a local image already reported missing (with its line)."""
+    return any(f"(looked for {path.resolve()})" in w.message for w in doc.warnings)
+
+
+def remote_warnings(doc: source.Document, opts: dict, html: str) -> list[DeckWarning]:
+    """One warning per remote image, background or logo: without embed-resources it stays a
+    link, as under Quarto; with it, pandoc embeds it when it can fetch it, and a link that
+    is still in the HTML could not be fetched (no network)."""
+    refs = list(doc.remote)
+    logo = opts.get("logo")
+    if logo and libs.is_remote(logo):
+        refs.append((logo, *opts.origin("logo")))
+    out = []
+    for url, file, line in refs:
+        if not opts["embed-resources"]:
+            out.append(DeckWarning(f"{url} is remote: the deck links it (as Quarto does "
+                                   "without embed-resources), so it shows only with the "
+                                   "network", file, line))
+        elif url in html or url.replace("&", "&amp;") in html:
+            out.append(DeckWarning(f"{url} could not be fetched to embed it (no network?): "
+                                   "the deck keeps the link, so it shows only with the "
+                                   "network; Quarto would embed it", file, line))
+    return out

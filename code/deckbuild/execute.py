@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -136,8 +138,20 @@ def _cell_error(doc: Document, cell: Cell, err: dict) -> DeckError:
         return known
     tb = strip_ansi("\n".join(err.get("traceback", [])))
     detail = _cell_detail(cell) + "\n  traceback:\n" + "\n".join("    " + l for l in tb.splitlines())
-    return DeckError(f"cell {cell.index + 1} raised {err.get('ename')}: {err.get('evalue')}",
-                     cell.file, cell.line, detail)
+    return DeckError(f"cell {cell.index + 1} raised {err.get('ename')}: {err.get('evalue')}"
+                     f"{_missing_module_hint(err)}", cell.file, cell.line, detail)
+
+
+def _missing_module_hint(err: dict) -> str:
+    """For a module the cells import and the kernel's Python lacks: what to install, where.
+    (The kernel is ipykernel's python3, which runs the interpreter running deckbuild.)"""
+    m = re.match(r"No module named '([\w.]+)'", str(err.get("evalue", "")))
+    if err.get("ename") != "ModuleNotFoundError" or not m:
+        return ""
+    top = m.group(1).split(".")[0]
+    return (f" (the deck's cells need the package that provides '{top}', which the Python "
+            f"running the cells lacks: install it with `{sys.executable} -m pip install "
+            f"{top}` (or its distribution name), then build again)")
 
 
 def _timeout_error(cell: Cell, seconds: float | None) -> DeckError:

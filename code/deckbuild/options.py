@@ -18,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from . import schema
+from . import project_files, schema
 from .errors import DeckError
 from .files import read_source
 
@@ -135,20 +135,30 @@ def _resolve_paths(level: dict, src: Source) -> dict:
         values = level[key] if isinstance(level[key], list) else [level[key]]
         resolved = []
         for value in values:
-            if key == "theme" and isinstance(value, str) and value in schema.BUILTIN_THEMES:
-                resolved.append(value)
-                continue
             if not isinstance(value, str):
                 raise DeckError(f"option '{key}' must be a path, got {value!r}", src.file,
                                 src.line_of(key))
+            if key == "logo" and _is_url(value):
+                resolved.append(value)      # a remote logo stays a link
+                continue
             path = (base / value).resolve()
+            # a file of that name first, then a built-in theme (as Quarto looks them up)
+            if key == "theme" and not path.is_file() and value in schema.BUILTIN_THEMES:
+                resolved.append(value)
+                continue
             if not path.exists():
                 what = "theme file" if key == "theme" else f"{key} file"
-                raise DeckError(f"{what} not found: {value} (looked for {path})", src.file,
-                                src.line_of(value))
+                hint = (f"; nor a built-in theme ({', '.join(sorted(schema.BUILTIN_THEMES))})"
+                        if key == "theme" else "")
+                raise DeckError(f"{what} not found: {value} (looked for {path}){hint}",
+                                src.file, src.line_of(value))
             resolved.append(str(path))
         level[key] = resolved if isinstance(level[key], list) or key in ("theme", "css") else resolved[0]
     return level
+
+
+def _is_url(value: str) -> bool:
+    return re.match(r"^(https?:)?//", value) is not None
 
 
 def find_project_root(start: Path) -> Path | None:
@@ -185,17 +195,15 @@ def load_project(root: Path) -> Project:
     if not isinstance(project, dict):
         raise DeckError("'project' must be a mapping", cfg_path, config.line_of("project"))
     out = root / str(project.get("output-dir", "_output"))
-    render = []
-    for item in project.get("render") or []:
-        path = root / item
-        if not path.exists():
-            raise DeckError(f"file listed under project: render not found: {item}", cfg_path,
-                            config.line_of(item))
-        render.append(path)
-    if not render:
-        render = sorted(p for p in root.rglob("*.qmd")
-                        if not any(part.startswith(("_", ".")) for part in p.relative_to(root).parts)
-                        and "node_modules" not in p.parts)
+    entries = project.get("render") or []
+    if not isinstance(entries, list):
+        entries = [entries]
+    render, missing = project_files.render_list(entries, root, out)
+    if missing:
+        raise DeckError(f"file listed under project: render not found: {missing[0]} (looked "
+                        f"for {root / missing[0].lstrip('/')})", cfg_path, config.line_of(missing[0]))
+    if not entries:
+        render = project_files.all_documents(root, out)
     own = deckbuild_options(config, root)
     return Project(root, config, out, render, own["python-path"], own["cache-sources"],
                    own["quarto-version"], own["cell-timeout"], own["run-alone"])

@@ -1,9 +1,11 @@
-"""Stage 5: pandoc turns the intermediate markdown into one self-contained reveal.js file.
+"""Stage 5: pandoc turns the intermediate markdown into the reveal.js HTML.
 
 pandoc comes from the ``pypandoc-binary`` wheel (not on PATH). Our own template, Lua
 filters and browser script live in ``resources/``; reveal.js and KaTeX come from
-``node_modules/`` and are embedded with ``--embed-resources`` (fonts included), so the
-file works from ``file://`` with no network.
+``node_modules/``. With ``embed-resources`` they are embedded with ``--embed-resources``
+(fonts included), so the file works from ``file://`` with no network; without it the
+HTML links copies beside it (``libs.py``). A resource pandoc cannot fetch (a remote image
+with no network, a missing file) is a warning: pandoc keeps its link, as under Quarto.
 """
 
 from __future__ import annotations
@@ -14,12 +16,14 @@ import re
 import subprocess
 from pathlib import Path
 
-from . import rawhtml
+from . import mathmethod, rawhtml
 from .errors import DeckError
+from .libs import Layout
 from .options import reveal_config
-from .resources import FILTERS, TEMPLATE, node_package, read_resource
+from .resources import FILTERS, TEMPLATE, read_resource
 
-LUA_FILTERS = ["callouts.lua", "figures.lua", "cells.lua"]
+LUA_FILTERS = ["callouts.lua", "figures.lua", "cells.lua", "project-paths.lua"]
+FETCH_RE = re.compile(r"Could not fetch resource (.+?)(?:: |$)")
 
 
 def pandoc_path() -> str:
@@ -37,67 +41,77 @@ PLUGINS = ["RevealNotes", "RevealSearch", "RevealZoom", "DeckbuildMenu"]
 def init_script(opts: dict) -> str:
     """The script that starts reveal.js: our helpers, then Reveal.initialize(config)."""
     config = reveal_config(opts)
+    config.update(mathmethod.reveal_config(mathmethod.math_method(opts)))
     config["deckbuildMenu"] = {"openButton": opts["menu"] is not False}
     helpers = read_resource("deckbuild.js") + "\n" + read_resource("menu.js")
+    plugins = PLUGINS + (["RevealMath"] if "math" in config else [])
     config_json = json.dumps(config, indent=1).replace("</", "<\\/")
     return (f"<script>\n{helpers}\n</script>\n<script>\n"
             f"const deckbuildConfig = {config_json};\n"
-            f"deckbuildConfig.plugins = [{', '.join(PLUGINS)}];\n"
+            f"deckbuildConfig.plugins = [{', '.join(plugins)}];\n"
             "window.deckbuildRegister(Reveal);\n"
             "Reveal.initialize(deckbuildConfig);\n"
             "</script>\n")
 
 
-def pandoc_args(md: Path, out: Path, css: Path, opts: dict, node_modules: Path,
-                src_dir: Path, init: Path) -> list[str]:
-    """The pandoc command line for one deck."""
-    katex = node_package(node_modules, "katex") / "dist"
-    reveal = node_package(node_modules, "reveal.js")
+def pandoc_args(md: Path, out: Path, layout: Layout, opts: dict, src_dir: Path,
+                init: Path, project_offset: str = ".") -> list[str]:
+    """The pandoc command line for one deck. ``project_offset``: the project root seen
+    from the document's folder (paths starting with ``/`` are resolved against it)."""
     args = [
-        pandoc_path(), str(md), "-f", "markdown+emoji", "-t", "revealjs",
-        "--standalone", "--embed-resources",
+        pandoc_path(), str(md), "-f", "markdown+emoji", "-t", "revealjs", "--standalone",
+        *(["--embed-resources"] if layout.embed else []),
         "--template", str(TEMPLATE),
-        f"--katex={katex.as_posix()}/",
+        *mathmethod.pandoc_args(mathmethod.math_method(opts), layout.katex),
         "--slide-level", str(opts["slide-level"]),
         "--resource-path", os.pathsep.join([str(src_dir), str(md.parent)]),
-        "-V", f"revealjs-url={reveal.as_posix()}",
-        "-c", str(css),
+        "-V", f"revealjs-url={layout.reveal}",
         "--include-after-body", str(init),
         "-M", f"deckbuild-slide-level={opts['slide-level']}",
         "-M", f"deckbuild-code-line-numbers={str(opts['code-line-numbers']).lower()}",
+        "-M", f"deckbuild-project-offset={project_offset}",
         "-o", str(out),
     ]
     for name in LUA_FILTERS:
         args += ["--lua-filter", str(FILTERS / name)]
-    for sheet in opts.get("css") or []:
+    for sheet in layout.css:
         args += ["-c", sheet]
     if opts["incremental"]:
         args.append("--incremental")
     for name in ("smaller", "scrollable"):   # document-wide: a class on the .reveal element
         if opts[name]:
             args += ["-V", f"deckbuild-{name}=true"]
-    if opts.get("logo"):
-        args += ["-V", f"logo={opts['logo']}"]
+    if layout.logo:
+        args += ["-V", f"logo={layout.logo}"]
     if opts.get("title"):
         args += ["-M", f"pagetitle={_plain(str(opts['title']))}"]
     return args
 
 
-def run_pandoc(md: Path, out: Path, css: Path, opts: dict, node_modules: Path, src_dir: Path,
-               work_dir: Path, origins: list | None = None) -> None:
+def _math_plugin(layout: Layout, opts: dict) -> str:
+    """reveal.js's math plugin, which loads MathJax (only for html-math-method: mathjax)."""
+    if mathmethod.math_method(opts).method != "mathjax":
+        return ""
+    return f'<script src="{layout.reveal}/plugin/math/math.js"></script>\n'
+
+
+def run_pandoc(md: Path, out: Path, layout: Layout, opts: dict, src_dir: Path,
+               work_dir: Path, origins: list | None = None, project_offset: str = ".") -> list[str]:
     """Run pandoc; an error names the .qmd file and line that the markdown line it reports
-    came from (``origins``: (file, line) of each line of ``md``)."""
+    came from (``origins``: (file, line) of each line of ``md``). Returns the resources
+    pandoc could not fetch (it keeps their links)."""
     init = work_dir / "init.html"
-    init.write_text(init_script(opts))
+    init.write_text(_math_plugin(layout, opts) + init_script(opts))
     # large self-contained raw HTML blocks skip pandoc (rawhtml.py); its input keeps md's lines
     source, stashed = rawhtml.stash(md.read_text(encoding="utf-8"))
     if stashed:
         md = md.with_name(f"{md.stem}.pandoc.md")
         md.write_text(source, encoding="utf-8")
-    args = pandoc_args(md, out, css, opts, node_modules, src_dir, init)
+    args = pandoc_args(md, out, layout, opts, src_dir, init, project_offset)
     proc = subprocess.run(args, cwd=src_dir, capture_output=True, text=True)
+    fetch_failures = [m.group(1) for m in FETCH_RE.finditer(proc.stderr)]
     problems = [l for l in proc.stderr.splitlines()
-                if re.search(r"Could not (fetch|find|load)|not found|ERROR", l)]
+                if re.search(r"Could not (find|load)|not found|ERROR", l) and not FETCH_RE.search(l)]
     if proc.returncode != 0 or problems:
         text, where = to_source(proc.stderr.strip(), md, origins or [])
         lines = [l for l in text.splitlines() if l.strip()]
@@ -107,6 +121,7 @@ def run_pandoc(md: Path, out: Path, css: Path, opts: dict, node_modules: Path, s
         raise DeckError(f"pandoc: {msg}", file, line, text)
     if stashed:
         out.write_text(rawhtml.restore(out.read_text(encoding="utf-8"), stashed), encoding="utf-8")
+    return fetch_failures
 
 
 # Where pandoc's messages point into a file: `at "x.md" (line 3, column 1)` (errors) or

@@ -53,6 +53,12 @@ LINE_SPEC = Type(lambda v: isinstance(v, (str, int)) and not isinstance(v, bool)
                  'line ranges like "1,3|5-6"')
 LABEL = Type(lambda v: isinstance(v, str) and re.fullmatch(r"[\w-]+", v) is not None,
              "a name of letters, digits, - and _")
+MATH_METHODS = ("plain", "webtex", "gladtex", "mathml", "mathjax", "katex")
+MATH_METHOD = one_of(*MATH_METHODS)
+MATH_METHOD_MAPPING = Type(lambda v: isinstance(v, dict) and MATH_METHOD.check(v.get("method"))
+                           and set(v) <= {"method", "url"}
+                           and isinstance(v.get("url", ""), str),
+                           "a mapping {method: one of those, url: a string}")
 OUTPUT_LOCATION = one_of("default", "fragment", "column", "column-fragment", "slide")
 FIG_FORMAT = one_of("retina", "png", "jpeg", "svg")
 
@@ -92,7 +98,9 @@ DOCUMENT_OPTIONS: dict[str, Option] = {
     "incremental": Option(BOOL, False),
     "smaller": Option(BOOL, False),
     "scrollable": Option(BOOL, False),
-    "html-math-method": Option(one_of("katex")),   # Quarto's revealjs default is MathJax
+    # Quarto's math methods, or {method: ..., url: ...}; unset: MathJax (Quarto's revealjs
+    # default). gladtex is refused in strict.py (it needs a program run on the output).
+    "html-math-method": Option(MATH_METHOD | MATH_METHOD_MAPPING),
     "embed-resources": Option(BOOL, False),
     "self-contained-math": Option(BOOL, False),
     "theme": Option(STRINGS, ["default"]),
@@ -188,7 +196,10 @@ UNIMPLEMENTED_CLASSES = frozenset({
 
 # Options that hold paths, resolved against the file that declares them.
 PATH_OPTIONS = ("logo", "css", "theme")
-BUILTIN_THEMES = {"default"}
+# Quarto's built-in revealjs themes (resources/theme/builtin/; "default" is the base
+# theme), with reveal.js's names white and black for default and dark
+BUILTIN_THEMES = {"default", "dark", "beige", "blood", "dracula", "league", "moon", "night",
+                  "serif", "simple", "sky", "solarized", "white", "black"}
 
 # Cell options (`#|` lines) deckbuild implements. Cells inherit the `execute` options of
 # the document (see DOCUMENT_OPTIONS); these have no document-wide value.

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import yaml
 
+from .blocks import Scanner, cell_fence, closes_cell_fence, track_code_fence
 from .errors import DeckError, DeckWarning
 from .files import read_source
 from .options import Source, load_yaml
@@ -21,7 +22,6 @@ from .schema import CELL_OPTIONS, FIGURE_OPTIONS, QUARTO_SHORTCODES
 INCLUDE_RE = re.compile(r"^\s*\{\{<\s*include\s+(?P<path>[^\s>]+)\s*>\}\}\s*$")
 ESCAPED_SHORTCODE_RE = re.compile(r"\{\{</\*(.*?)\*/>\}\}")
 SHORTCODE_RE = re.compile(r"\{\{<\s*(\w[\w-]*)")
-FENCE_OPEN_RE = re.compile(r"^(?P<indent> {0,3})(?P<fence>`{3,}|~{3,})\s*(?P<info>.*?)\s*$")
 EXEC_INFO_RE = re.compile(r"^\{(?P<engine>[A-Za-z][\w-]*)(?P<rest>[^}]*)\}$")
 OPTION_LINE_RE = re.compile(r"^#\|\s?(?P<text>.*)$")
 IMAGE_RE = re.compile(r"!\[[^\]]*\]\(\s*<?(?P<src>[^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
@@ -29,6 +29,9 @@ IMAGE_RE = re.compile(r"!\[[^\]]*\]\(\s*<?(?P<src>[^)\s>]+)>?(?:\s+\"[^\"]*\")?\
 DIV_OPEN_RE = re.compile(r"^ {0,3}:{3,}\s*(\{.*\}|[^\s{}:][^\s{}]*)\s*:*\s*$")
 DIV_CLOSE_RE = re.compile(r"^ {0,3}:{3,}\s*$")
 BACKGROUND_RE = re.compile(r"background-(?:image|video|iframe)=\"?(?P<src>[^\"\s}]+)\"?")
+# raw HTML that loads a file: <img src=...>, <video>, <audio>, <source>, <iframe>, <embed>
+HTML_SRC_RE = re.compile(r"""<(?:img|video|audio|source|iframe|embed)\b[^>]*?\bsrc\s*=\s*["'](?P<src>[^"']+)["']""",
+                         re.I)
 
 @dataclass
 class Line:
@@ -68,6 +71,8 @@ class Document:
     front: Source
     blocks: list = field(default_factory=list)   # Markdown | Cell, in order
     warnings: list[DeckWarning] = field(default_factory=list)   # every stage adds its own
+    root: Path | None = None     # the project root ("/" paths start there)
+    remote: list = field(default_factory=list)   # (url, file, line) of remote images
 
     @property
     def cells(self) -> list[Cell]:
@@ -87,11 +92,21 @@ def split_front_matter(text: str, path: Path) -> tuple[Source, list[str], int]:
     return Source({}, path, 1, ""), lines, 1
 
 
+def include_target(name: str, base: Path, root: Path) -> Path:
+    """The file an include names, as Quarto resolves it (src/core/handlers/base.ts,
+    resolvePath): relative to the folder of the document being rendered, also when the
+    include sits in an included file; a path starting with ``/`` is relative to the
+    project root (the document's folder for a single file)."""
+    return ((root / name.lstrip("/")) if name.startswith("/") else (base / name)).resolve()
+
+
 def expand_includes(lines: list[str], path: Path, first: int, root: Path,
-                    stack: tuple[Path, ...] = (), chapter: Path | None = None) -> list[Line]:
+                    stack: tuple[Path, ...] = (), chapter: Path | None = None,
+                    base: Path | None = None) -> list[Line]:
     """Expand ``{{< include >}}`` recursively; each output line remembers its origin, and
     the chapter it belongs to: the file the document itself included (nested includes
-    belong to their chapter)."""
+    belong to their chapter). ``base``: the document's folder (see :func:`include_target`)."""
+    base = base or path.parent
     out: list[Line] = []
     fence: str | None = None
     for offset, text in enumerate(lines):
@@ -99,54 +114,42 @@ def expand_includes(lines: list[str], path: Path, first: int, root: Path,
         m = INCLUDE_RE.match(text)
         if m and fence is None:
             target_name = m.group("path").strip("\"'")
-            target = (root / target_name.lstrip("/")) if target_name.startswith("/") \
-                else (path.parent / target_name)
-            target = target.resolve()
+            target = include_target(target_name, base, root)
             if not target.is_file():
-                raise DeckError(f"included file not found: {target_name} (looked for {target})",
-                                path, lineno)
+                raise DeckError(_missing_include(target_name, target, path, base), path, lineno)
             if target in stack or target == path.resolve():
                 raise DeckError(f"include cycle: {target_name} includes itself", path, lineno)
             inc_text = read_source(target)
             front, body, body_first = split_front_matter(inc_text, target)
             out.extend(expand_includes(body, target, body_first, root,
-                                       stack + (path.resolve(),), chapter or target))
+                                       stack + (path.resolve(),), chapter or target, base))
             continue
         fence, _ = track_code_fence(fence, text)
         out.append(Line(text, path, lineno, chapter))
     return out
 
 
-def track_code_fence(fence: str | None, text: str) -> tuple[str | None, bool]:
-    """The code fence open after ``text`` (``None`` outside code) given the one open before
-    it, and whether ``text`` is a fence line. A fence closes on a bare marker of the same
-    character, at least as long (CommonMark)."""
-    fm = FENCE_OPEN_RE.match(text)
-    if not fm:
-        return fence, False
-    marker = fm.group("fence")
-    if fence is None:
-        return marker, True
-    if marker[0] == fence[0] and len(marker) >= len(fence) and not fm.group("info"):
-        return None, True
-    return fence, True
+def _missing_include(name: str, target: Path, path: Path, base: Path) -> str:
+    message = f"included file not found: {name} (looked for {target})"
+    if not name.startswith("/") and path.parent.resolve() != base.resolve() \
+            and (path.parent / name).is_file():
+        message += (f"; Quarto resolves an include against the folder of the document "
+                    f"being rendered ({base}), not of the file holding the include")
+    return message
 
 
 def check_divs(lines: list[Line]) -> None:
     """Every fenced div (``::: {.callout-note}``) must be closed: pandoc would close it at
-    the end of the document and nest every later slide inside it. Code blocks are skipped;
-    a closing ``:::`` closes the innermost open div, as in pandoc."""
+    the end of the document and nest every later slide inside it. Code blocks and HTML
+    comments are skipped as pandoc skips them; a closing ``:::`` closes the innermost open
+    div, as in pandoc."""
     opened: list[Line] = []
-    fence: str | None = None
+    scanner = Scanner()
     for line in lines:
-        fence, is_fence = track_code_fence(fence, line.text)
-        if is_fence:
-            continue
-        if fence is not None:
-            continue
-        if DIV_CLOSE_RE.match(line.text) and opened:
+        text = scanner.visible(line.text)
+        if DIV_CLOSE_RE.match(text) and opened:
             opened.pop()
-        elif DIV_OPEN_RE.match(line.text):
+        elif DIV_OPEN_RE.match(text):
             opened.append(line)
     if opened:
         first = opened[-1]
@@ -201,11 +204,7 @@ def parse_cell_options(option_lines: list[Line], file: Path, fence_line: int,
 def _closing_fence(lines: list[Line], i: int, marker: str, info: str) -> int:
     """Index of the fence that closes the one opened at ``lines[i]`` (same file)."""
     j = i + 1
-    while j < len(lines):
-        cm = FENCE_OPEN_RE.match(lines[j].text)
-        if cm and cm.group("fence")[0] == marker[0] and len(cm.group("fence")) >= len(marker) \
-                and not cm.group("info"):
-            break
+    while j < len(lines) and not closes_cell_fence(lines[j].text, marker):
         j += 1
     if j >= len(lines) or lines[j].file != lines[i].file:
         kind = f"cell fence '{marker}{info}'" if info.startswith("{") else f"code fence '{marker}'"
@@ -231,9 +230,10 @@ def _cell(lines: list[Line], i: int, j: int, index: int, title: str, marker: str
                 line=opening.lineno, slide_title=title, fence=marker, chapter=opening.chapter)
 
 
-def _markdown_line(line: Line, warnings: list[DeckWarning]) -> Line:
-    """A line of markdown: shortcodes checked, escaped shortcodes unescaped."""
-    for m in SHORTCODE_RE.finditer(ESCAPED_SHORTCODE_RE.sub("", line.text)):
+def _markdown_line(line: Line, warnings: list[DeckWarning], visible: str) -> Line:
+    """A line of markdown: shortcodes checked (in ``visible``, its text outside HTML
+    comments, which pandoc drops), escaped shortcodes unescaped."""
+    for m in SHORTCODE_RE.finditer(ESCAPED_SHORTCODE_RE.sub("", visible)):
         name = m.group(1)
         if name == "include":
             raise DeckError("an include shortcode must stand alone on its line",
@@ -254,18 +254,20 @@ def parse(path: Path, root: Path, slide_level: int = 2) -> Document:
     front, body, body_first = split_front_matter(read_source(path), path)
     lines = expand_includes(body, path, body_first, root)
     first_include = next((k for k, line in enumerate(lines) if line.chapter), len(lines))
-    doc = Document(path, front)
+    doc = Document(path, front, root=Path(root))
     chunk: list[Line] = []
     title = str(front.data.get("title") or "")
+    comments = Scanner(code=False)
     i = 0
     while i < len(lines):
-        fm = FENCE_OPEN_RE.match(lines[i].text)
+        fm = cell_fence(lines[i].text)
         if not fm:
-            title = _title_of(lines[i].text, slide_level) or title
-            chunk.append(_markdown_line(lines[i], doc.warnings))
+            visible = comments.visible(lines[i].text)
+            title = _title_of(visible, slide_level) or title
+            chunk.append(_markdown_line(lines[i], doc.warnings, visible))
             i += 1
             continue
-        marker, info = fm.group("fence"), fm.group("info")
+        marker, info = fm
         j = _closing_fence(lines, i, marker, info)
         em = EXEC_INFO_RE.match(info)
         if em and not info.startswith("{="):
@@ -287,29 +289,44 @@ def parse(path: Path, root: Path, slide_level: int = 2) -> Document:
     return doc
 
 
+def resource_path(src: str, doc: Document) -> Path:
+    """Where a local image or background named in ``doc`` is: relative to the document's
+    folder, or to the project root when it starts with ``/`` (as Quarto reads it)."""
+    if src.startswith("/"):
+        return ((doc.root or doc.path.parent) / src.lstrip("/")).resolve()
+    return (doc.path.parent / src).resolve()
+
+
+def is_remote(src: str) -> bool:
+    return src.startswith(("http:", "https:", "//"))
+
+
 def check_resources(doc: Document) -> list[Path]:
-    """Every image and slide background the markdown names must exist; return their paths."""
+    """The local images, slide backgrounds and raw-HTML ``src`` files the markdown names,
+    which must exist: a missing one is a warning naming the file and line (pandoc leaves
+    its link, as under Quarto). Remote ones go to ``doc.remote`` (url, file, line) for the
+    build to judge. Code blocks and HTML comments are skipped."""
     found: list[Path] = []
+    doc.remote = []
     for block in doc.blocks:
         if not isinstance(block, Markdown):
             continue
-        in_code = None
+        scanner = Scanner()
         for line in block.lines:
-            fm = FENCE_OPEN_RE.match(line.text)
-            if fm:
-                in_code = None if in_code else fm.group("fence")
-                continue
-            if in_code:
-                continue
-            for m in list(IMAGE_RE.finditer(line.text)) + list(BACKGROUND_RE.finditer(line.text)):
+            text = scanner.visible(line.text)
+            for m in [*IMAGE_RE.finditer(text), *BACKGROUND_RE.finditer(text),
+                      *HTML_SRC_RE.finditer(text)]:
                 src = m.group("src")
-                if re.match(r"^[a-z][a-z0-9+.-]*:", src) or src.startswith("#"):
-                    if src.startswith(("http:", "https:")):
-                        raise DeckError(f"image {src} is remote; the deck must work offline",
-                                        line.file, line.lineno)
+                if is_remote(src):
+                    doc.remote.append((src, line.file, line.lineno))
                     continue
-                if not (doc.path.parent / src).exists():
-                    raise DeckError(f"image not found: {src} (looked for {doc.path.parent / src})",
-                                    line.file, line.lineno)
-                found.append((doc.path.parent / src).resolve())
+                if re.match(r"^[a-z][a-z0-9+.-]*:", src) or src.startswith("#"):
+                    continue
+                path = resource_path(src, doc)
+                if not path.exists():
+                    doc.warnings.append(DeckWarning(
+                        f"image not found: {src} (looked for {path}); the deck is built "
+                        "without it", line.file, line.lineno))
+                    continue
+                found.append(path)
     return found

@@ -18,10 +18,11 @@ import re
 import subprocess
 from pathlib import Path
 
-from . import schema
+from . import mathmethod, schema
 from .errors import DeckError, DeckWarning
 from .options import Options
-from .source import Cell, Document, Markdown, track_code_fence
+from .blocks import Scanner
+from .source import Cell, Document, Markdown
 
 DIV_BARE_CLASS_RE = re.compile(r"^:{3,}\s*([A-Za-z][\w-]*)\s*$")
 # an attribute block after a span/link/image, on a div fence or at the end of a heading
@@ -38,7 +39,7 @@ def _where(opts: Options, key: str, doc_path: Path) -> tuple[Path, int | None]:
 
 def check_options(opts: Options, doc_path: Path) -> list[DeckWarning]:
     """Errors for values Quarto rejects; warnings for options deckbuild ignores."""
-    warnings = []
+    warnings = _rmarkdown_output(opts, doc_path)
     for key, value in opts.items():
         spec = schema.DOCUMENT_OPTIONS.get(key)
         if spec is None:
@@ -51,29 +52,20 @@ def check_options(opts: Options, doc_path: Path) -> list[DeckWarning]:
         warnings.append(DeckWarning("menu settings other than true or false are not implemented "
                                     "by deckbuild (its menu lists slides only)",
                                     *_where(opts, "menu", doc_path)))
-    return warnings + _check_math(opts, doc_path)
+    return warnings + mathmethod.check(opts, doc_path)
 
 
-def _check_math(opts: Options, doc_path: Path) -> list[DeckWarning]:
-    """KaTeX, embedded: what Quarto does only with html-math-method: katex and
-    self-contained-math: true (src/command/render/template.ts, applyTemplatePatches)."""
-    warnings = []
-    if opts.get("html-math-method") is None:
-        warnings.append(DeckWarning(
-            "html-math-method is not set: Quarto's revealjs format then uses MathJax, deckbuild "
-            "always uses KaTeX; set html-math-method: katex", doc_path))
-    if not opts["embed-resources"]:
-        warnings.append(DeckWarning(
-            "embed-resources is false: deckbuild always writes one self-contained HTML file "
-            "(Quarto would write the deck's files beside it)", *_where(opts, "embed-resources", doc_path)))
-    elif not opts["self-contained-math"]:
-        raise DeckError(
-            "embed-resources: true without self-contained-math: true: Quarto leaves the math "
-            "library out of the file and loads KaTeX from a CDN when the deck is viewed; "
-            "deckbuild builds decks that work offline, so set self-contained-math: true",
-            *_where(opts, "self-contained-math" if "self-contained-math" in opts.origins
-                    else "embed-resources", doc_path))
-    return warnings
+def _rmarkdown_output(opts: Options, doc_path: Path) -> list[DeckWarning]:
+    """``output: revealjs`` (R Markdown's output format, a string or a mapping): Quarto's
+    schema accepts it for compatibility (src/resources/schema/cell-textoutput.yml) and it
+    has no effect; deckbuild warns and keeps the default (cell output shown)."""
+    value = opts.get("output")
+    if not (isinstance(value, dict) or (isinstance(value, str) and value != "asis")):
+        return []
+    opts["output"] = schema.DOCUMENT_OPTIONS["output"].default
+    return [DeckWarning(f"'output: {value}' looks like R Markdown's output format: Quarto "
+                        "accepts it for compatibility and ignores it, and so does deckbuild "
+                        "(cell outputs are shown)", *_where(opts, "output", doc_path))]
 
 
 @functools.lru_cache(maxsize=1)
@@ -107,16 +99,17 @@ def _classes_of(text: str) -> list[str]:
 
 
 def _markdown_classes(block: Markdown):
-    """(class, line) for every class written in a markdown block, code and math skipped."""
-    fence, in_math = None, False
+    """(class, line) for every class written in a markdown block; code, HTML comments and
+    math skipped."""
+    scanner, in_math = Scanner(), False
     for line in block.lines:
-        fence, is_fence = track_code_fence(fence, line.text)
-        if is_fence or fence:
+        text = scanner.visible(line.text)
+        if not text:
             continue
-        if line.text.count("$$") % 2:
+        if text.count("$$") % 2:
             in_math = not in_math
         if not in_math:
-            for name in _classes_of(line.text):
+            for name in _classes_of(text):
                 yield name, line
 
 
@@ -153,12 +146,13 @@ FIG_REF_RE = re.compile(r"(?<![\w.@])@([Ff]ig-[\w-]*\w)")
 
 
 def _text_lines(block: Markdown):
-    """Lines of a markdown block outside fenced code, with inline code removed."""
-    fence = None
+    """Lines of a markdown block outside fenced code and HTML comments, with inline code
+    removed."""
+    scanner = Scanner()
     for line in block.lines:
-        fence, is_fence = track_code_fence(fence, line.text)
-        if not is_fence and not fence:
-            yield line, INLINE_CODE_RE.sub("", line.text)
+        text = scanner.visible(line.text)
+        if text:
+            yield line, INLINE_CODE_RE.sub("", text)
 
 
 def check_crossrefs(doc: Document) -> list[DeckWarning]:

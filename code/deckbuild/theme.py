@@ -1,9 +1,11 @@
 """Stage 4: compile the theme with dart-sass, layered the way Quarto layers it.
 
 ``theme: [default, custom_lab.scss]``: each user file is split at its
-``/*-- scss:functions|defaults|mixins|rules --*/`` markers and assembled as
-user functions, user defaults (later files first, so they win over earlier ones),
-deckbuild's base defaults, user mixins, deckbuild's base rules, user rules (in order).
+``/*-- scss:uses|functions|defaults|mixins|rules --*/`` markers and assembled as
+user uses and functions, user defaults (later files first, so they win over earlier
+ones), deckbuild's base defaults, user mixins, deckbuild's base rules, user rules (in
+order). A built-in theme name (``serif``, ``dark``...) is a user layer of our own
+(``resources/theme/builtin/``) at its place in the list, as Quarto layers its themes.
 The compiled CSS is cached by a hash of the assembled source; its file name also holds
 the hash of its content, checked on every read (a damaged file is compiled again).
 """
@@ -18,11 +20,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from .errors import DeckError
+from .errors import DeckError, DeckWarning
 from .files import read_source
-from .resources import THEME, node_package
-SECTION_RE = re.compile(r"^/\*--\s*scss:(functions|defaults|mixins|rules)\s*--\*/\s*$")
-SECTIONS = ("functions", "defaults", "mixins", "rules")
+from .resources import BUILTIN_THEMES_DIR, THEME, node_package
+
+# A section marker exactly as Quarto reads it (src/core/sass.ts, layoutBoundary): alone on
+# its line, no space before it, spaces or tabs only inside.
+SECTION_RE = re.compile(r"^/\*--[ \t]*scss:(uses|functions|defaults|mixins|rules)[ \t]*--\*/$")
+# what an author may have meant as a marker (reported when Quarto would not read it)
+NEAR_MARKER_RE = re.compile(r"^\s*/\*\s*-*\s*scss\s*:\s*\w+\s*-*\s*\*/\s*$", re.I)
+SECTIONS = ("uses", "functions", "defaults", "mixins", "rules")
+# Quarto's aliases for reveal.js theme names (src/format/reveal/format-reveal-theme.ts)
+THEME_ALIASES = {"white": "default", "black": "dark"}
 
 
 @dataclass
@@ -32,35 +41,55 @@ class Piece:
     first_line: int
 
 
-def split_layers(path: Path) -> dict[str, list[Piece]]:
+def split_layers(path: Path, warnings: list | None = None) -> dict[str, list[Piece]]:
+    """A theme file's sections, as Quarto splits it: lines before the first marker belong
+    to ``defaults``; the file needs one marker at least. A line that looks like a marker
+    but is not one to Quarto stays in its section, with a warning."""
     layers: dict[str, list[Piece]] = {s: [] for s in SECTIONS}
-    current, buf, start = None, [], 1
-    lines = read_source(path).splitlines()
+    current, buf, start, markers = "defaults", [], 1, 0
+    lines = re.split(r"\r?\n", read_source(path))
+    if lines and lines[-1] == "":
+        lines.pop()      # the newline ending the last line
     for i, line in enumerate(lines, start=1):
-        m = SECTION_RE.match(line.strip())
+        m = SECTION_RE.match(line)
         if m:
-            if current and buf:
+            if buf:
                 layers[current].append(Piece("\n".join(buf), path, start))
-            current, buf, start = m.group(1), [], i + 1
-        elif current is None:
-            if line.strip() and not line.strip().startswith("//"):
-                raise DeckError("theme file must start with a /*-- scss:defaults --*/ or "
-                                "/*-- scss:rules --*/ section marker", path, i)
-        else:
-            buf.append(line)
-    if current and buf:
+            current, buf, start, markers = m.group(1), [], i + 1, markers + 1
+            continue
+        if NEAR_MARKER_RE.match(line) and warnings is not None:
+            warnings.append(DeckWarning(
+                f"'{line.strip()}' is not a section marker to Quarto (it must read exactly "
+                "/*-- scss:NAME --*/ alone on its line); its lines stay in the "
+                f"{current} section", path, i))
+        buf.append(line)
+    if buf:
         layers[current].append(Piece("\n".join(buf), path, start))
-    if current is None:
-        raise DeckError("theme file has no /*-- scss:... --*/ section markers", path, 1)
+    if not markers:
+        raise DeckError("theme file has no section marker: Quarto needs at least one line "
+                        "/*-- scss:defaults --*/, /*-- scss:rules --*/, /*-- scss:mixins --*/, "
+                        "/*-- scss:functions --*/ or /*-- scss:uses --*/", path, 1)
     return layers
 
 
-def assemble(themes: list[str]) -> list[Piece]:
-    user = [split_layers(Path(t)) for t in themes if t != "default"]
+def builtin_theme(name: str) -> Path | None:
+    """The file of a built-in theme (None for ``default``, which is the base layer)."""
+    name = THEME_ALIASES.get(name, name)
+    return None if name == "default" else BUILTIN_THEMES_DIR / f"{name}.scss"
+
+
+def assemble(themes: list[str], warnings: list | None = None) -> list[Piece]:
+    """The theme's pieces in Quarto's order (src/core/sass.ts, compileSass): every layer's
+    uses and functions, the user defaults (later themes first, so they win), the base
+    defaults, user mixins, base rules, user rules. A built-in theme is a user layer at its
+    place in the list, as in Quarto."""
+    files = [Path(t) if Path(t).is_absolute() else builtin_theme(t) for t in themes]
+    user = [split_layers(f, warnings) for f in files if f is not None]
     base = THEME
     pieces: list[Piece] = []
-    for layers in user:
-        pieces += layers["functions"]
+    for section in ("uses", "functions"):
+        for layers in user:
+            pieces += layers[section]
     for layers in reversed(user):
         pieces += layers["defaults"]
     pieces.append(Piece((base / "_defaults.scss").read_text(), base / "_defaults.scss", 1))
@@ -80,10 +109,12 @@ def sass_command(node_modules: Path) -> list[str]:
 
 
 def compile_theme(themes: list[str], node_modules: Path, cache_dir: Path,
-                  damaged: Callable[[Path], None] | None = None) -> tuple[Path, bool]:
+                  damaged: Callable[[Path], None] | None = None,
+                  warnings: list | None = None) -> tuple[Path, bool]:
     """Return (path of the compiled CSS, whether it came from the cache). A cached CSS
-    that is not what was written is passed to ``damaged`` and compiled again."""
-    pieces = assemble(themes)
+    that is not what was written is passed to ``damaged`` and compiled again; warnings
+    about the theme files go to ``warnings``."""
+    pieces = assemble(themes, warnings)
     text_parts, origin = [], []   # origin[i] = (piece, first line of piece in assembled file)
     line = 1
     for piece in pieces:

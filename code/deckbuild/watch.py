@@ -68,7 +68,8 @@ def _document_files(path: Path, project: Project | None, root: Path) -> set[Path
             files.update(Path(line.file) for line in lines)
         opts = resolve_options(project, path, doc.front)
         named = [*(opts.get("theme") or []), *(opts.get("css") or []), opts.get("logo")]
-        files.update(Path(p) for p in named if p and p not in schema.BUILTIN_THEMES)
+        files.update(Path(p) for p in named
+                     if p and p not in schema.BUILTIN_THEMES and not p.startswith(("http:", "https:", "//")))
         files.update(source.check_resources(doc))
     except DeckError:
         pass

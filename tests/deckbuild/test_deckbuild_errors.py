@@ -41,7 +41,6 @@ def test_failed_build_leaves_the_last_good_deck_untouched(deck):
 
 @pytest.mark.parametrize("name, location, message", [
     ("missing-include.qmd", "missing-include.qmd:7", "included file not found"),
-    ("missing-image.qmd", "missing-image.qmd:9", "image not found: img/missing.png"),
     ("unclosed-fence.qmd", "unclosed-fence.qmd:7", "unclosed cell fence"),
     ("bad-yaml.qmd", "bad-yaml.qmd:", "malformed YAML"),
     ("bad-scss.qmd", "broken.scss:5", "theme does not compile"),
@@ -53,6 +52,17 @@ def test_bad_input_is_a_clear_error_with_file_and_line(deck, name, location, mes
     assert location in proc.stderr and message in proc.stderr
     assert "Traceback (most recent call last)" not in proc.stderr
     assert not (root / "_output").exists() or not any((root / "_output").iterdir())
+
+
+def test_missing_image_is_a_warning_with_file_and_line_and_the_deck_builds(deck):
+    """As under Quarto, a missing image does not stop the build; the warning names the
+    file, the line and the image."""
+    root = deck("errors")
+    proc = run_cli("render", str(root / "missing-image.qmd"), "--html-only")
+    assert proc.returncode == 0, proc.stderr
+    assert "missing-image.qmd:9: warning: image not found: img/missing.png" in proc.stderr
+    assert "pandoc could not fetch" not in proc.stderr     # said once, with its line
+    assert (root / "_output" / "missing-image.html").exists()
 
 
 def test_unknown_cell_option_is_a_warning_and_the_deck_still_builds(deck):

@@ -176,15 +176,30 @@ def test_self_contained_math_embeds_katex(built):
     ("embed-resources: true\nself-contained-math: false\n", 4,
      "loads KaTeX from a CDN when the deck is viewed"),
 ])
-def test_embedded_deck_without_self_contained_math_is_an_error(tmp_path, front, line, message):
+def test_embedded_deck_without_self_contained_math_embeds_katex_and_warns(tmp_path, front, line,
+                                                                          message):
     """Quarto with embed-resources but self-contained-math false replaces the math block
     by a script that loads KaTeX from a CDN at view time (src/command/render/template.ts,
-    katexScript); deckbuild builds offline decks, so it refuses, naming file and line."""
+    katexScript). deckbuild builds the deck with KaTeX embedded (it works offline) and
+    says, naming file and line, what Quarto would do instead."""
     doc = tmp_path / "d.qmd"
     doc.write_text(f"---\nhtml-math-method: katex\n{front}---\n\n## S\n\n$x$\n")
-    with pytest.raises(DeckError, match=re.escape(message)) as info:
-        build_document(doc, BuildSettings(html_only=True), lambda *a, **k: None)
-    assert Path(info.value.file).name == "d.qmd" and info.value.line == line
+    result = build_document(doc, BuildSettings(html_only=True), lambda *a, **k: None)
+    html = result.html.read_text(encoding="utf-8")
+    assert "data:font/woff2;base64," in html and "katex.render" in html
+    assert not re.search(r"(src|href)=\"https?://", html)
+    (warning,) = [w for w in result.warnings if "self-contained-math" in w.message]
+    assert message in warning.message
+    assert Path(warning.file).name == "d.qmd" and warning.line == line
+
+
+def test_embedded_deck_without_maths_has_no_maths_warning(tmp_path):
+    doc = tmp_path / "d.qmd"
+    doc.write_text("---\nhtml-math-method: katex\nembed-resources: true\n---\n\n## S\n\nNo "
+                   "formula, 5 $ and 6 $ apart.\n")
+    result = build_document(doc, BuildSettings(html_only=True), lambda *a, **k: None)
+    assert not [w for w in result.warnings if "self-contained-math" in w.message
+                or "MathJax" in w.message or "KaTeX" in w.message]
 
 
 def test_the_project_embeds_math_like_quarto():
