@@ -8,7 +8,6 @@ from functools import partial
 import torch
 
 import transformer_lab as tl
-from transformer_lab import decoding as package_decoding
 
 from .core import Exercise, Mistake, Part, Property
 from .inputs import BOS, EOS, PAD, generator, randn, seeded
@@ -29,7 +28,24 @@ def small_model(seed: int, eos_bias: float) -> tl.Transformer:
     with torch.no_grad():
         model.output_projection.weight.mul_(3.0)
         model.output_projection.bias[EOS] += eos_bias
+    model.decode = _limited(model.decode, DECODE_LIMIT)  # a loop that never stops is reported, not hung
     return model
+
+
+DECODE_LIMIT = 200  # a correct answer calls model.decode at most max_len times per decoding
+
+
+def _limited(decode, limit: int):
+    calls = 0
+
+    def counted(*args, **kwargs):
+        nonlocal calls
+        calls += 1
+        if calls > limit:
+            raise RuntimeError(f"model.decode was called more than {limit} times on one model: does your loop "
+                               f"stop at max_len?")
+        return decode(*args, **kwargs)
+    return counted
 
 
 def source(seed: int = 1):

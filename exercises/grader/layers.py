@@ -10,7 +10,7 @@ import transformer_lab as tl
 from transformer_lab.layers import _Layer
 
 from .core import Exercise, Mistake, Part, Property
-from .inputs import B, D, F_FF, H, PAD, S, T, generator, load_weights, padded_tokens, randn, randomise, seeded
+from .inputs import B, D, F_FF, H, PAD, S, generator, load_weights, padded_tokens, randn, randomise, seeded
 
 EPS = 1e-5
 
@@ -32,7 +32,7 @@ def run_residual(ns, rec):
                              lambda: ns._Layer(D, dropout, norm_first, EPS))
             if dropout == 0.0:
                 rec(f"{name}: sublayer_input(x, norm)", lambda: layer.sublayer_input(x, norm))
-            rec.call("train()", layer.train)
+            rec.call("train()", lambda: layer.train())
             torch.manual_seed(4)
             rec(f"{name}{' in training' if dropout else ''}: residual(x, sublayer_output, norm)",
                 lambda: layer.residual(x, sub, norm))
@@ -122,7 +122,7 @@ def _layer_pair(ns, rec, g, cls, parts, dropout, norm_first):
     mine = rec.call(f"{cls}({D}, <the package's sub-layers>, {dropout}, norm_first={norm_first})",
                     lambda: getattr(ns, cls)(D, *parts, dropout, **options))
     rec.call("loading the package's weights", lambda: load_weights(mine, reference))
-    rec.call("train()" if dropout else "eval()", mine.train if dropout else mine.eval)
+    rec.call("train()" if dropout else "eval()", lambda: mine.train(bool(dropout)))
     return mine
 
 

@@ -11,7 +11,7 @@ from transformer_lab.multi_head_attention import as_attention_mask
 from .core import Exercise, Mistake, Part, Property
 from .inputs import (B, D, F_FF, H, PAD, S, T, generator, load_weights, padded_tokens, python_list_of_modules,
                      randn, randomise, seeded)
-from .inputs_attention import MIN, SQRT, _weights
+from .inputs_attention import MIN, _weights
 from .masks_heads import MERGE_NO_TRANSPOSE, SPLIT_NO_TRANSPOSE
 
 # --------------------------------------------------------------------------- 6 multi-head attention
@@ -25,7 +25,7 @@ def _pair(ns, rec, g, seed, label, build, **kwargs):
     reference = randomise(seeded(seed, lambda: build(tl, **kwargs)), g)
     mine = rec.call(label, lambda: build(ns, **kwargs))
     rec.call("loading the package's weights", lambda: load_weights(mine, reference))
-    rec.call("eval()", mine.eval)
+    rec.call("eval()", lambda: mine.eval())
     return mine
 
 
@@ -140,7 +140,7 @@ def run_ffn(ns, rec):
     rec("forward(x (2, 7, 12))", lambda: mine(x))
     rec("forward(x (5, 12))", lambda: mine(flat))
     mine = _pair(ns, rec, g, 2, f"PositionwiseFeedForward({D}, {F_FF}, dropout=0.5)", _ffn, dropout=0.5)
-    rec.call("train()", mine.train)
+    rec.call("train()", lambda: mine.train())
     torch.manual_seed(3)
     rec("dropout=0.5 in training: forward(x (2, 7, 12))", lambda: mine(x))
 
