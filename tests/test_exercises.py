@@ -20,7 +20,8 @@ import torch
 import transformer_lab as tl
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))  # the grader lives in exercises/, beside the package
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))  # the grader lives in exercises/, beside the package
 
 from exercises.grader import (  # noqa: E402
     EXERCISES, NOT_STARTED, PARTLY, PASSED, WRONG, check, exercise, grade,

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))  # the grader lives in exercises/, beside the package
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))  # the grader lives in exercises/, beside the package
 
 from exercises.grader import EXERCISES, PASSED, WRONG, exercise, grade  # noqa: E402
 

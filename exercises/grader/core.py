@@ -33,7 +33,8 @@ class NotStarted(Exception):
 
 
 class _Stop(Exception):
-    """A run ends at the first exception (recorded as a Raised result)."""
+    """A run ends at its first exception (recorded as a Raised result), or at its first
+    result that differs from those it is compared ``against``."""
 
 
 class Recorder:
@@ -60,7 +61,7 @@ class Recorder:
         self.observations.append(Observation(label, recorded))
         if self.against is not None:
             i = len(self.observations) - 1
-            if i >= len(self.against) or value_difference(self.against[i].value, recorded) is not None:
+            if i >= len(self.against) or value_difference(recorded, self.against[i].value) is not None:
                 raise _Stop  # a mistake that already differs from the learner's code cannot be theirs
         return value
 
@@ -68,8 +69,10 @@ class Recorder:
 def _detach(value):
     if isinstance(value, torch.Tensor):
         return value.detach().clone()
-    if isinstance(value, (tuple, list)):
-        return type(value)(_detach(v) for v in value)
+    if isinstance(value, list):
+        return [_detach(v) for v in value]
+    if isinstance(value, tuple):  # a named tuple too (torch.return_types) is compared as a tuple
+        return tuple(_detach(v) for v in value)
     return value
 
 
