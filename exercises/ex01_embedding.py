@@ -1,6 +1,6 @@
 """Exercise 1: the token embedding (Section 3.4). Check it with `make exercises N=1`.
 
-Slide: slides/chapters/03-embeddings.qmd, "A lookup, scaled".
+The report of `make exercises` names the slide that explains it.
 """
 
 from __future__ import annotations

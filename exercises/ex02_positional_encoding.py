@@ -1,7 +1,7 @@
 """Exercise 2: the sinusoidal positional encoding (Section 3.5). Check it with
 `make exercises N=2`.
 
-Slide: slides/chapters/04-positions.qmd, "Sines and cosines".
+The report of `make exercises` names the slide that explains it.
 """
 
 from __future__ import annotations

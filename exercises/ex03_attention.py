@@ -1,7 +1,7 @@
 """Exercise 3: attention weights and scaled dot-product attention, equation (1)
 (Section 3.2.1). Check it with `make exercises N=3`.
 
-Slide: slides/chapters/06-sdpa.qmd, "Equation (1)".
+The report of `make exercises` names the slide that explains it.
 
 Masks are boolean everywhere in this project: True = may attend, broadcastable to the
 scores' shape (..., T, S) (the convention of torch.nn.functional.scaled_dot_product_attention).

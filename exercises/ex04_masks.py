@@ -1,7 +1,7 @@
 """Exercise 4: the causal and padding masks (Sections 3.1 and 3.2.3). Check it with
 `make exercises N=4`.
 
-Slide: slides/chapters/07-masks.qmd, "Padding and causal masks".
+The report of `make exercises` names the slide that explains it.
 
 One convention in the whole project: a boolean mask, True = may attend, broadcastable to
 the attention scores' shape (B, H, T, S). Masks combine with ``&``.

@@ -1,7 +1,7 @@
 """Exercise 5: splitting the features into heads, and merging them back (Section 3.2.2).
 Check it with `make exercises N=5`.
 
-Slide: slides/chapters/08-multi-head.qmd, "Split into heads, and back".
+The report of `make exercises` names the slide that explains it.
 
 The package computes all h heads at once: one (D, H*K) projection whose output is split
 into heads. This exercise asks for the two reshapes only; exercise 6 is the whole module.

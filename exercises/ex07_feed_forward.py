@@ -1,7 +1,7 @@
 """Exercise 7: the position-wise feed-forward network, equation (2) (Section 3.3). Check
 it with `make exercises N=7`.
 
-Slide: slides/chapters/09-feed-forward.qmd, "Equation (2)".
+The report of `make exercises` names the slide that explains it.
 """
 
 from __future__ import annotations

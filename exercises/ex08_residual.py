@@ -1,7 +1,7 @@
 """Exercise 8: the residual connection and layer normalisation, post-LN (the paper) and
 pre-LN (later models) (Sections 3.1 and 5.4). Check it with `make exercises N=8`.
 
-Slide: slides/chapters/10-residual.qmd, "Add & Norm".
+The report of `make exercises` names the slide that explains it.
 
 ``_Layer`` is the base class both of the package's layers share
 (transformer_lab.layers._Layer); ``__init__`` is written for you.

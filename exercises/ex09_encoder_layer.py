@@ -1,6 +1,6 @@
 """Exercise 9: an encoder layer (Section 3.1). Check it with `make exercises N=9`.
 
-Slide: slides/chapters/11-encoder.qmd, "An encoder layer".
+The report of `make exercises` names the slide that explains it.
 
 The layer receives its two sub-layers as modules (the grader hands it the package's
 MultiHeadAttention and PositionwiseFeedForward); you write what connects them.

@@ -1,7 +1,7 @@
 """Exercise 10: a decoder layer, with cross-attention (Section 3.1). Check it with
 `make exercises N=10`.
 
-Slide: slides/chapters/12-decoder.qmd, "A decoder layer".
+The report of `make exercises` names the slide that explains it.
 
 The layer receives its three sub-layers as modules (the grader hands it the package's
 MultiHeadAttention twice and PositionwiseFeedForward); you write what connects them.

@@ -1,7 +1,7 @@
 """Exercise 11: the warm-up learning rate, equation (3) (Section 5.3). Check it with
 `make exercises N=11`.
 
-Slide: slides/chapters/14-training.qmd, "The learning-rate schedule (Section 5.3)".
+The report of `make exercises` names the slide that explains it.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Exercise 12: label smoothing (Section 5.4). Check it with `make exercises N=12`.
 
-Slide: slides/chapters/14-training.qmd, "Label smoothing (Section 5.4)".
+The report of `make exercises` names the slide that explains it.
 """
 
 from __future__ import annotations

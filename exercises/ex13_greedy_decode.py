@@ -1,8 +1,7 @@
 """Exercise 13: the key/value cache and greedy decoding (Section 6.1). Check it with
 `make exercises N=13`.
 
-Slides: slides/chapters/15-decoding.qmd, "The key/value cache" and "Greedy decoding, step
-by step".
+The report of `make exercises` names the slide that explains it.
 
 Decoding feeds one new token per step; each attention layer keeps the keys and values of
 the earlier steps in a cache, so a step costs the same at the end of the output as at its

@@ -1,8 +1,7 @@
 """Exercise 14: beam search with the length penalty (Section 6.1). Check it with
 `make exercises N=14`.
 
-Slides: slides/chapters/15-decoding.qmd, "Greedy and beam search" and "A beam tree (beam
-size 3)".
+The report of `make exercises` names the slide that explains it.
 
 Section 6.1: "We used beam search with a beam size of 4 and length penalty alpha = 0.6".
 The length penalty is GNMT's (Wu et al., 2016).
