@@ -183,6 +183,19 @@ def test_a_file_that_does_not_import_or_lacks_a_name_is_said_in_one_line(tmp_pat
     assert "defines no padding_mask: keep the stub's names" in renamed.report()
 
 
+def test_a_part_that_only_inherits_an_earlier_parts_error_says_to_fix_that_one_first(tmp_path):
+    source = ATTENTION_OFF_SCALE.replace("    raise NotImplementedError\n", (
+        "    weights = attention_weights(query, key, mask)\n"
+        "    if on_weights is not None:\n        on_weights(weights)\n"
+        "    return weights @ value\n"))
+    result = grade(exercise(3), path=write(tmp_path, 3, source))
+    assert [p.status for p in result.parts] == [WRONG, WRONG]
+    assert result.parts[1].lines == ["equals the package once attention_weights is the package's: "
+                                     "fix attention_weights first"]
+    broken = source.replace("return weights @ value", "return value")
+    assert "first difference from the package" in grade(exercise(3), path=write(tmp_path, 3, broken)).report()
+
+
 def test_one_part_done_and_one_not_started_is_partly_done(tmp_path):
     source = reexport(13).splitlines()[0] + "\n" + "def greedy_decode(*args, **kwargs):\n    raise NotImplementedError\n"
     result = grade(exercise(13), path=write(tmp_path, 13, source))

@@ -80,9 +80,35 @@ def grade(exercise: Exercise, module: ModuleType | None = None, path: str | Path
         result.problem = f"{shown} defines no {', '.join(missing)}: keep the stub's names"
         return result
     learner_file = getattr(module, "__file__", None)
-    result.parts = [grade_part(exercise, part, module, learner_file) for part in exercise.parts]
+    for part in exercise.parts:
+        graded = grade_part(exercise, part, module, learner_file)
+        if graded.status == WRONG:  # an earlier part's error is said instead of a diagnosis of this one
+            graded = _after_earlier_parts(exercise, part, module, learner_file, result.parts) or graded
+        result.parts.append(graded)
     result.status = _overall([p.status for p in result.parts])
     return result
+
+
+def _after_earlier_parts(exercise: Exercise, part: Part, module, learner_file, earlier: list[PartResult]):
+    """A part that calls an earlier, wrong part of the learner's (scaled_dot_product_attention
+    calling attention_weights) is graded again with the package's version of that part; if it
+    passes then, the report says to fix the earlier part first."""
+    wrong = {p.part.name: exercise.reference[p.part.name] for p in earlier
+             if p.status == WRONG and p.part.name in exercise.reference}
+    if not wrong or not isinstance(module, ModuleType):
+        return None
+    saved = {name: getattr(module, name) for name in wrong}
+    try:
+        for name, package_obj in wrong.items():
+            setattr(module, name, package_obj)  # the learner's functions read their module's globals
+        retry = grade_part(exercise, part, module, learner_file)
+    finally:
+        for name, obj in saved.items():
+            setattr(module, name, obj)
+    if retry.status != PASSED:
+        return None
+    names = " and ".join(wrong)
+    return PartResult(part, WRONG, [f"equals the package once {names} is the package's: fix {names} first"])
 
 
 def _import_problem(error: Exception, path: str) -> str:
