@@ -13,7 +13,7 @@ NPM_STAMP := node_modules/.installed
 APT_PACKAGES := chromium poppler-utils fonts-noto-color-emoji
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: setup deck-setup system-packages test bench deck preview clean clean-venv
+.PHONY: setup deck-setup system-packages test bench deck preview clean clean-venv exercises
 
 $(PY_STAMP): pyproject.toml
 	@echo "==> setting up Python environment in $(VENV)/"
@@ -62,3 +62,10 @@ clean:
 
 clean-venv:
 	rm -rf $(VENV)
+
+# The learner's exercises (exercises/, README "Exercises"): every one, or one with N=3;
+# SHOW=solution names the package's answer too. Needs only pip install -e ".[test]": the
+# project's .venv when there is one, else the python3 on PATH (a learner's own environment).
+EXERCISES_PY = $(if $(wildcard $(PY)),$(PY),$(PYTHON))
+exercises:
+	$(EXERCISES_PY) -m pytest exercises/grader -q --tb=no -rN $(if $(N),--exercise $(N)) $(if $(filter solution,$(SHOW)),--solution)

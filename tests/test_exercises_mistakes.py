@@ -1,0 +1,523 @@
+"""Every known mistake, written into a learner's own answer (not the package's code), is
+diagnosed by name, one test per mistake; the answers themselves pass."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))  # the grader lives in exercises/, beside the package
+
+from exercises.grader import EXERCISES, PASSED, WRONG, exercise, grade  # noqa: E402
+
+# A learner's answers, written apart from the package in the styles the exercises invite
+# (-inf and nan_to_num, scatter_add, a Python loop over examples): each passes as written,
+# and each known mistake below is an edit of them.
+SOLUTIONS = {
+    1: '''
+import math
+from torch import nn
+
+
+class TokenEmbedding(nn.Module):
+    def __init__(self, vocab_size, d_model, padding_idx=None):
+        super().__init__()
+        self.embedding = nn.Embedding(vocab_size, d_model, padding_idx=padding_idx)
+        self.d_model = d_model
+
+    def forward(self, tokens, name="tokens"):
+        return self.embedding(tokens) * math.sqrt(self.d_model)
+''',
+    2: '''
+import torch
+
+
+def sinusoidal_positional_encoding(length, d_model, *, dtype=torch.float32, device=None):
+    position = torch.arange(length, dtype=dtype, device=device).unsqueeze(1)
+    div = torch.pow(10000.0, torch.arange(0, d_model, 2, dtype=dtype, device=device) / d_model)
+    pe = torch.zeros(length, d_model, dtype=dtype, device=device)
+    pe[:, 0::2] = torch.sin(position / div)
+    pe[:, 1::2] = torch.cos(position / div)
+    return pe
+''',
+    3: '''
+import math
+import torch
+
+
+def attention_weights(query, key, mask=None, *, bias=None):
+    scores = query @ key.transpose(-2, -1) / math.sqrt(query.size(-1))
+    if bias is not None:
+        scores = scores + bias
+    if mask is not None:
+        scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+    weights = torch.softmax(scores, dim=-1)
+    if mask is not None:
+        weights = weights * mask
+    return weights
+
+
+def scaled_dot_product_attention(query, key, value, mask=None, dropout_p=0.0, *, bias=None, on_weights=None):
+    weights = attention_weights(query, key, mask, bias=bias)
+    if on_weights is not None:
+        on_weights(weights)
+    weights = torch.nn.functional.dropout(weights, dropout_p)
+    return weights @ value
+''',
+    4: '''
+import torch
+
+
+def causal_mask(size, device=None):
+    i = torch.arange(size, device=device)
+    return i[None, :] <= i[:, None]
+
+
+def padding_mask(tokens, pad_id):
+    return (tokens != pad_id).unsqueeze(1).unsqueeze(2)
+''',
+    5: '''
+from torch import nn
+
+
+class MultiHeadAttention(nn.Module):
+    def __init__(self, d_model, num_heads, d_k=None, d_v=None, dropout=0.0, bias=True):
+        super().__init__()
+        self.d_model, self.num_heads = d_model, num_heads
+
+    def split_heads(self, x, head_dim):
+        B, L, _ = x.shape
+        return x.reshape(B, L, self.num_heads, head_dim).permute(0, 2, 1, 3)
+
+    def merge_heads(self, x):
+        B, H, T, Kv = x.shape
+        return x.permute(0, 2, 1, 3).contiguous().view(B, T, H * Kv)
+''',
+    6: '''
+import math
+from torch import nn
+
+
+class MultiHeadAttention(nn.Module):
+    def __init__(self, d_model, num_heads, d_k=None, d_v=None, dropout=0.0, bias=True):
+        super().__init__()
+        self.h = num_heads
+        self.d_k = d_k or d_model // num_heads
+        self.d_v = d_v or d_model // num_heads
+        self.w_q = nn.Linear(d_model, num_heads * self.d_k, bias=bias)
+        self.w_k = nn.Linear(d_model, num_heads * self.d_k, bias=bias)
+        self.w_v = nn.Linear(d_model, num_heads * self.d_v, bias=bias)
+        self.w_o = nn.Linear(num_heads * self.d_v, d_model, bias=bias)
+        self.drop = nn.Dropout(dropout)
+
+    def split_heads(self, x, head_dim):
+        B, L, _ = x.shape
+        return x.view(B, L, self.h, head_dim).transpose(1, 2)
+
+    def merge_heads(self, x):
+        B, H, T, Kv = x.shape
+        return x.transpose(1, 2).reshape(B, T, H * Kv)
+
+    def forward(self, query, key, value, mask=None, cache=None):
+        q = self.split_heads(self.w_q(query), self.d_k)
+        k = self.split_heads(self.w_k(key), self.d_k)
+        v = self.split_heads(self.w_v(value), self.d_v)
+        s = q @ k.transpose(-1, -2) / math.sqrt(self.d_k)
+        if mask is not None:
+            s = s.masked_fill(~mask, -1e9)
+        w = self.drop(s.softmax(-1))
+        return self.w_o(self.merge_heads(w @ v))
+''',
+    7: '''
+import torch
+from torch import nn
+
+
+class PositionwiseFeedForward(nn.Module):
+    def __init__(self, d_model, d_ff, dropout=0.0):
+        super().__init__()
+        self.w_1, self.w_2 = nn.Linear(d_model, d_ff), nn.Linear(d_ff, d_model)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x):
+        return self.w_2(self.dropout(torch.relu(self.w_1(x))))
+''',
+    8: '''
+from torch import nn
+
+
+class _Layer(nn.Module):
+    def __init__(self, d_model, dropout, norm_first, layer_norm_eps):
+        super().__init__()
+        self.norm_first = norm_first
+        self.dropout = nn.Dropout(dropout)
+
+    def sublayer_input(self, x, norm):
+        return norm(x) if self.norm_first else x
+
+    def residual(self, x, sublayer_output, norm):
+        y = x + self.dropout(sublayer_output)
+        return y if self.norm_first else norm(y)
+''',
+    9: '''
+from torch import nn
+
+
+class EncoderLayer(nn.Module):
+    def __init__(self, d_model, self_attn, feed_forward, dropout=0.1, *, norm_first=False, layer_norm_eps=1e-5):
+        super().__init__()
+        self.self_attn, self.feed_forward = self_attn, feed_forward
+        self.norm1 = nn.LayerNorm(d_model, eps=layer_norm_eps)
+        self.norm2 = nn.LayerNorm(d_model, eps=layer_norm_eps)
+        self.dropout = nn.Dropout(dropout)
+        self.norm_first = norm_first
+
+    def forward(self, x, src_mask=None):
+        if self.norm_first:
+            h = self.norm1(x)
+            x = x + self.dropout(self.self_attn(h, h, h, mask=src_mask))
+            return x + self.dropout(self.feed_forward(self.norm2(x)))
+        x = self.norm1(x + self.dropout(self.self_attn(x, x, x, mask=src_mask)))
+        return self.norm2(x + self.dropout(self.feed_forward(x)))
+''',
+    10: '''
+from torch import nn
+
+
+class DecoderLayer(nn.Module):
+    def __init__(self, d_model, self_attn, cross_attn, feed_forward, dropout=0.1, *, norm_first=False,
+                 layer_norm_eps=1e-5):
+        super().__init__()
+        self.self_attn, self.cross_attn, self.feed_forward = self_attn, cross_attn, feed_forward
+        self.norm1, self.norm2, self.norm3 = (nn.LayerNorm(d_model, eps=layer_norm_eps) for _ in range(3))
+        self.dropout = nn.Dropout(dropout)
+        self.norm_first = norm_first
+
+    def _sub(self, x, norm, f):
+        if self.norm_first:
+            return x + self.dropout(f(norm(x)))
+        return norm(x + self.dropout(f(x)))
+
+    def forward(self, x, memory, src_mask=None, tgt_mask=None, cache=None):
+        sc, cc = cache if cache is not None else (None, None)
+        x = self._sub(x, self.norm1, lambda h: self.self_attn(h, h, h, mask=tgt_mask, cache=sc))
+        x = self._sub(x, self.norm2, lambda h: self.cross_attn(h, memory, memory, mask=src_mask, cache=cc))
+        return self._sub(x, self.norm3, self.feed_forward)
+''',
+    11: '''
+def noam_learning_rate(step, d_model, warmup_steps=4000, factor=1.0):
+    if step == 0:
+        return 0.0
+    return factor * d_model ** -0.5 * min(step ** -0.5, step * warmup_steps ** -1.5)
+''',
+    12: '''
+import torch
+from torch import nn
+
+
+class LabelSmoothingLoss(nn.Module):
+    def __init__(self, smoothing=0.1, ignore_index=0):
+        super().__init__()
+        self.smoothing, self.ignore_index = smoothing, ignore_index
+
+    def forward(self, logits, target):
+        V = logits.size(-1)
+        logp = logits.log_softmax(-1)
+        q = torch.full_like(logp, self.smoothing / V)
+        q = q.scatter_add(-1, target.unsqueeze(-1), torch.full_like(logp[..., :1], 1 - self.smoothing))
+        loss = -(q * logp).sum(-1)
+        keep = target != self.ignore_index
+        return loss[keep].mean()
+''',
+    13: '''
+from dataclasses import dataclass
+
+import torch
+
+
+@dataclass
+class KVCache:
+    k: object = None
+    v: object = None
+    static: bool = False
+
+    @property
+    def length(self):
+        return 0 if self.k is None else self.k.size(-2)
+
+    @property
+    def filled(self):
+        return self.static and self.k is not None
+
+    def update(self, k, v):
+        if self.k is not None and not self.static:
+            k = torch.cat((self.k, k), dim=-2)
+            v = torch.cat((self.v, v), dim=-2)
+        self.k, self.v = k, v
+        return k, v
+
+    def reorder(self, index):
+        if self.k is not None:
+            self.k, self.v = self.k.index_select(0, index), self.v.index_select(0, index)
+
+
+@torch.no_grad()
+def greedy_decode(model, src, max_len, bos_id, eos_id, use_cache=True, src_mask=None):
+    if src_mask is None:
+        src_mask = model.src_mask(src)
+    memory = model.encode(src, src_mask)
+    out = torch.full((src.size(0), 1), bos_id, dtype=torch.long)
+    done = torch.zeros(src.size(0), dtype=torch.bool)
+    cache = model.new_cache() if use_cache else None
+    for _ in range(max_len - 1):
+        inp = out[:, -1:] if use_cache else out
+        nxt = model.decode(inp, memory, src_mask, cache=cache)[:, -1].argmax(-1)
+        nxt[done] = model.config.pad_id
+        out = torch.cat([out, nxt[:, None]], 1)
+        done = done | (nxt == eos_id)
+        if done.all():
+            break
+    return out
+''',
+    14: '''
+import math
+
+import torch
+
+
+def gnmt_length_penalty(length, alpha):
+    return ((5 + length) / 6) ** alpha
+
+
+def _finish(finished, seqs, b, k, step, top, beam, tok, eos_id, last, alpha):
+    for r in range(k):
+        if top[b, r] == -math.inf or not (last or tok[b, r] == eos_id):
+            continue
+        hypothesis = torch.cat([seqs[b * k + beam[b, r]], tok[b, r].view(1)])
+        finished[b].append((top[b, r].item() / gnmt_length_penalty(step, alpha), hypothesis))
+
+
+@torch.no_grad()
+def beam_search(model, src, beam_size, max_len, bos_id, eos_id, length_penalty=0.6, src_mask=None):
+    B, k = src.size(0), beam_size
+    if max_len == 1:
+        return torch.full((B, 1), bos_id, dtype=torch.long)
+    if src_mask is None:
+        src_mask = model.src_mask(src)
+    memory = model.encode(src, src_mask).repeat_interleave(k, 0)
+    src_mask = src_mask.repeat_interleave(k, 0)
+    cache = model.new_cache()
+    seqs = torch.full((B * k, 1), bos_id, dtype=torch.long)
+    scores = torch.full((B, k), -math.inf)
+    scores[:, 0] = 0
+    finished, done = [[] for _ in range(B)], [False] * B
+    for step in range(1, max_len):
+        logp = model.decode(seqs[:, -1:], memory, src_mask, cache=cache)[:, -1].log_softmax(-1)
+        V = logp.size(-1)
+        cand = (scores.view(-1, 1) + logp).view(B, k * V)
+        top, idx = cand.topk(2 * k, dim=-1)
+        beam, tok = idx // V, idx % V
+        last = step == max_len - 1
+        rows, tokens, kept = [], [], []
+        for b in range(B):
+            if not done[b]:
+                _finish(finished, seqs, b, k, step, top, beam, tok, eos_id, last, length_penalty)
+                done[b] = len(finished[b]) >= k or last
+            keep = [r for r in range(2 * k) if tok[b, r] != eos_id][:k]
+            rows += [b * k + int(beam[b, r]) for r in keep]
+            tokens += [int(tok[b, r]) for r in keep]
+            kept.append(top[b, keep])
+        if all(done):
+            break
+        rows = torch.tensor(rows)
+        seqs = torch.cat([seqs[rows], torch.tensor(tokens)[:, None]], 1)
+        scores = torch.stack(kept)
+        cache.reorder(rows)
+    best = [max(hyps, key=lambda h: h[0])[1] for hyps in finished]
+    out = torch.full((B, max(len(h) for h in best)), model.config.pad_id, dtype=torch.long)
+    for b, hypothesis in enumerate(best):
+        out[b, : len(hypothesis)] = hypothesis
+    return out
+''',
+}
+
+ALL = "all"  # an edit that replaces every occurrence
+
+# (exercise, mistake name): the edits of the learner's answer that make that mistake.
+EDITS = {
+    (1, "missing sqrt(d_model) scale"): [("self.embedding(tokens) * math.sqrt(self.d_model)", "self.embedding(tokens)")],
+    (1, "divided by sqrt(d_model)"): [("* math.sqrt(self.d_model)", "/ math.sqrt(self.d_model)")],
+    (1, "scaled by d_model"): [("* math.sqrt(self.d_model)", "* self.d_model")],
+    (1, "padding_idx not passed"): [(", padding_idx=padding_idx)", ")")],
+    (2, "sin and cos swapped"): [("torch.sin(position", "torch.SIN(position"), ("torch.cos(position", "torch.sin(position"),
+                                 ("torch.SIN(position", "torch.cos(position")],
+    (2, "sines and cosines in halves"): [("pe[:, 0::2]", "pe[:, : d_model // 2]"), ("pe[:, 1::2]", "pe[:, d_model // 2 :]")],
+    (2, "exponent i/d_model"): [("torch.arange(0, d_model, 2,", "torch.arange(0, d_model // 2,")],
+    (2, "odd columns use their own index"): [("torch.arange(0, d_model, 2,", "torch.arange(0, d_model,"),
+                                             ("torch.sin(position / div)", "torch.sin(position / div[0::2])"),
+                                             ("torch.cos(position / div)", "torch.cos(position / div[1::2])")],
+    (3, "mask after the softmax"): [("scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)", "pass")],
+    (3, "divided by d_k"): [("/ math.sqrt(query.size(-1))", "/ query.size(-1)")],
+    (3, "not scaled"): [(" / math.sqrt(query.size(-1))", "")],
+    (3, "softmax over the queries"): [("torch.softmax(scores, dim=-1)", "torch.softmax(scores, dim=-2)")],
+    (3, "mask inverted"): [("masked_fill(~mask,", "masked_fill(mask,"), ("weights * mask", "weights * ~mask")],
+    (3, "masked with -inf"): [("torch.finfo(scores.dtype).min", "float('-inf')")],
+    (3, "empty row uniform"): [("    if mask is not None:\n        weights = weights * mask\n", "")],
+    (3, "on_weights not called"): [("    if on_weights is not None:\n        on_weights(weights)\n", "")],
+    (3, "empty row averages the values"): [(
+        "weights = attention_weights(query, key, mask, bias=bias)",
+        "s = query @ key.transpose(-2, -1) / math.sqrt(query.size(-1))\n"
+        "    weights = (s if mask is None else s.masked_fill(~mask, -1e9)).softmax(-1)")],
+    (4, "diagonal excluded"): [("i[None, :] <= i[:, None]", "i[None, :] < i[:, None]")],
+    (4, "sees the next token"): [("i[None, :] <= i[:, None]", "i[None, :] <= i[:, None] + 1")],
+    (4, "causal mask inverted"): [("i[None, :] <= i[:, None]", "i[None, :] > i[:, None]")],
+    (4, "float mask"): [("return i[None, :] <= i[:, None]", "return (i[None, :] <= i[:, None]).float()")],
+    (4, "padding mask inverted"): [("tokens != pad_id", "tokens == pad_id")],
+    (4, "padding mask of shape (B, S)"): [(".unsqueeze(1).unsqueeze(2)", "")],
+    (4, "padding mask hides queries"): [(".unsqueeze(1).unsqueeze(2)", ".unsqueeze(1).unsqueeze(3)")],
+    (5, "heads on the sequence axis"): [("x.reshape(B, L, self.num_heads, head_dim).permute(0, 2, 1, 3)",
+                                         "x.reshape(B, self.num_heads, L, head_dim)")],
+    (5, "heads on the batch axis"): [("head_dim).permute(0, 2, 1, 3)",
+                                      "head_dim).permute(0, 2, 1, 3).reshape(B * self.num_heads, L, head_dim)")],
+    (5, "every H-th feature"): [("x.reshape(B, L, self.num_heads, head_dim).permute(0, 2, 1, 3)",
+                                 "x.reshape(B, L, head_dim, self.num_heads).permute(0, 3, 1, 2)")],
+    (5, "merged without the transpose"): [("x.permute(0, 2, 1, 3).contiguous().view(B, T, H * Kv)",
+                                           "x.reshape(B, T, H * Kv)")],
+    (5, "heads concatenated along positions"): [("x.permute(0, 2, 1, 3).contiguous().view(B, T, H * Kv)",
+                                                 "x.reshape(B, H * T, Kv)")],
+    (6, "projections in a Python list"): [
+        ("self.w_q = nn.Linear(d_model, num_heads * self.d_k, bias=bias)",
+         "self.linears = [nn.Linear(d_model, d_model, bias=bias) for _ in range(4)]"),
+        ("self.w_k = nn.Linear(d_model, num_heads * self.d_k, bias=bias)", ""),
+        ("self.w_v = nn.Linear(d_model, num_heads * self.d_v, bias=bias)", ""),
+        ("self.w_o = nn.Linear(num_heads * self.d_v, d_model, bias=bias)", ""),
+        ("self.w_q(", "self.linears[0]("), ("self.w_k(", "self.linears[1]("), ("self.w_v(", "self.linears[2]("),
+        ("self.w_o(", "self.linears[3](")],
+    (6, "heads on the sequence axis"): [("x.view(B, L, self.h, head_dim).transpose(1, 2)", "x.view(B, self.h, L, head_dim)")],
+    (6, "merged without the transpose"): [("x.transpose(1, 2).reshape(B, T, H * Kv)", "x.reshape(B, T, H * Kv)")],
+    (6, "divided by d_k"): [("/ math.sqrt(self.d_k)", "/ self.d_k")],
+    (6, "mask not used"): [("        if mask is not None:\n            s = s.masked_fill(~mask, -1e9)\n", "")],
+    (6, "no output projection"): [("return self.w_o(self.merge_heads(w @ v))", "return self.merge_heads(w @ v)")],
+    (7, "no ReLU"): [("torch.relu(self.w_1(x))", "self.w_1(x)")],
+    (7, "ReLU after W_2"): [("return self.w_2(", "return torch.relu(self.w_2("), ("(self.w_1(x))))", "(self.w_1(x)))))")],
+    (7, "dropout on the output"): [("self.w_2(self.dropout(torch.relu(self.w_1(x))))",
+                                    "self.dropout(self.w_2(torch.relu(self.w_1(x))))")],
+    (7, "GELU instead of ReLU"): [("torch.relu(", "torch.nn.functional.gelu(")],
+    (8, "post-LN and pre-LN swapped"): [("if self.norm_first", "if not self.norm_first", ALL)],
+    (8, "norm_first ignored"): [("return norm(x) if self.norm_first else x", "return x"),
+                                ("return y if self.norm_first else norm(y)", "return norm(y)")],
+    (8, "residual missing"): [("y = x + self.dropout(sublayer_output)", "y = self.dropout(sublayer_output)")],
+    (8, "dropout on the sum"): [("y = x + self.dropout(sublayer_output)", "y = self.dropout(x + sublayer_output)")],
+    (8, "pre-LN normalises the sum too"): [("return y if self.norm_first else norm(y)", "return norm(y)")],
+    (9, "src_mask not used"): [("mask=src_mask", "mask=None", ALL)],
+    (9, "feed-forward first"): [(
+        "            h = self.norm1(x)\n"
+        "            x = x + self.dropout(self.self_attn(h, h, h, mask=src_mask))\n"
+        "            return x + self.dropout(self.feed_forward(self.norm2(x)))\n"
+        "        x = self.norm1(x + self.dropout(self.self_attn(x, x, x, mask=src_mask)))\n"
+        "        return self.norm2(x + self.dropout(self.feed_forward(x)))\n",
+        "            x = x + self.dropout(self.feed_forward(self.norm1(x)))\n"
+        "            h = self.norm2(x)\n"
+        "            return x + self.dropout(self.self_attn(h, h, h, mask=src_mask))\n"
+        "        x = self.norm1(x + self.dropout(self.feed_forward(x)))\n"
+        "        return self.norm2(x + self.dropout(self.self_attn(x, x, x, mask=src_mask)))\n")],
+    (9, "one LayerNorm for both sub-layers"): [("self.norm2(x", "self.norm1(x", ALL)],
+    (9, "post-LN and pre-LN swapped"): [("if self.norm_first:", "if not self.norm_first:")],
+    (9, "residual missing"): [("x = x + self.dropout(", "x = self.dropout("), ("return x + self.dropout(", "return self.dropout("),
+                              ("self.norm1(x + ", "self.norm1("), ("self.norm2(x + ", "self.norm2(")],
+    (10, "tgt_mask not used"): [("mask=tgt_mask", "mask=None")],
+    (10, "src_mask not used"): [("mask=src_mask", "mask=None")],
+    (10, "masks swapped"): [("mask=tgt_mask", "mask=TGT"), ("mask=src_mask", "mask=tgt_mask"), ("mask=TGT", "mask=src_mask")],
+    (10, "cross-attention first"): [(
+        "        x = self._sub(x, self.norm1, lambda h: self.self_attn(h, h, h, mask=tgt_mask, cache=sc))\n"
+        "        x = self._sub(x, self.norm2, lambda h: self.cross_attn(h, memory, memory, mask=src_mask, cache=cc))\n",
+        "        x = self._sub(x, self.norm1, lambda h: self.cross_attn(h, memory, memory, mask=src_mask, cache=cc))\n"
+        "        x = self._sub(x, self.norm2, lambda h: self.self_attn(h, h, h, mask=tgt_mask, cache=sc))\n")],
+    (10, "caches not passed on"): [(", cache=sc)", ")"), (", cache=cc)", ")")],
+    (10, "post-LN and pre-LN swapped"): [("if self.norm_first:", "if not self.norm_first:")],
+    (10, "residual missing"): [("return x + self.dropout(f(norm(x)))", "return self.dropout(f(norm(x)))"),
+                               ("return norm(x + self.dropout(f(x)))", "return norm(self.dropout(f(x)))")],
+    (11, "max instead of min"): [("min(", "max(")],
+    (11, "warm-up never ends"): [("min(step ** -0.5, step * warmup_steps ** -1.5)", "step * warmup_steps ** -1.5")],
+    (11, "no warm-up"): [("min(step ** -0.5, step * warmup_steps ** -1.5)", "step ** -0.5")],
+    (11, "warmup_steps^-0.5"): [("warmup_steps ** -1.5", "warmup_steps ** -0.5")],
+    (11, "d_model^0.5"): [("d_model ** -0.5", "d_model ** 0.5")],
+    (11, "step counted from 0"): [("min(step ** -0.5, step * warmup_steps ** -1.5)",
+                                   "min((step + 1) ** -0.5, (step + 1) * warmup_steps ** -1.5)")],
+    (11, "factor ignored"): [("return factor * ", "return ")],
+    (11, "step 0 divides by zero"): [("    if step == 0:\n        return 0.0\n", "")],
+    (12, "spread over V - 1 tokens"): [("self.smoothing / V)", "self.smoothing / (V - 1))"),
+                                        ("q.scatter_add(", "q.scatter(")],
+    (12, "padding column kept at zero"): [("self.smoothing / V)", "self.smoothing / (V - 2))\n        q[..., self.ignore_index] = 0"),
+                                           ("q.scatter_add(", "q.scatter(")],
+    (12, "padding averaged in"): [("return loss[keep].mean()", "return loss.mean()")],
+    (12, "summed, not averaged"): [("return loss[keep].mean()", "return loss[keep].sum()")],
+    (12, "KL divergence"): [("loss = -(q * logp).sum(-1)", "loss = torch.nn.functional.kl_div(logp, q, reduction='none').sum(-1)")],
+    (12, "smoothing ignored"): [("loss = -(q * logp).sum(-1)", "loss = -logp.gather(-1, target.unsqueeze(-1)).squeeze(-1)")],
+    (13, "appended along the heads"): [("dim=-2)", "dim=1)", ALL)],
+    (13, "replaced, not appended"): [("        if self.k is not None and not self.static:\n"
+                                      "            k = torch.cat((self.k, k), dim=-2)\n"
+                                      "            v = torch.cat((self.v, v), dim=-2)\n", "")],
+    (13, "static cache appends"): [("if self.k is not None and not self.static:", "if self.k is not None:")],
+    (13, "new keys first"): [("torch.cat((self.k, k)", "torch.cat((k, self.k)"), ("torch.cat((self.v, v)", "torch.cat((v, self.v)")],
+    (13, "concatenation not stored"): [("            k = torch.cat((self.k, k), dim=-2)\n            v = torch.cat((self.v, v), dim=-2)\n",
+                                        "            return torch.cat((self.k, k), dim=-2), torch.cat((self.v, v), dim=-2)\n")],
+    (13, "whole prefix fed with the cache"): [("inp = out[:, -1:] if use_cache else out", "inp = out")],
+    (13, "new cache every step"): [("    for _ in range(max_len - 1):\n",
+                                    "    for _ in range(max_len - 1):\n        cache = model.new_cache() if use_cache else None\n")],
+    (13, "no padding after EOS"): [("        nxt[done] = model.config.pad_id\n", "")],
+    (13, "stops at the first EOS"): [("if done.all():", "if done.any():")],
+    (13, "src_mask not passed to decode"): [("model.decode(inp, memory, src_mask, cache=cache)", "model.decode(inp, memory, cache=cache)")],
+    (13, "max_len without BOS"): [("range(max_len - 1)", "range(max_len)")],
+    (14, "plain length normalisation"): [("return ((5 + length) / 6) ** alpha", "return length ** alpha")],
+    (14, "power of the numerator only"): [("return ((5 + length) / 6) ** alpha", "return (5 + length) ** alpha / 6")],
+    (14, "length penalty missing"): [("top[b, r].item() / gnmt_length_penalty(step, alpha)", "top[b, r].item()")],
+    (14, "length penalty applied at every step"): [
+        ("cand = (scores.view(-1, 1) + logp).view(B, k * V)",
+         "cand = ((scores.view(-1, 1) + logp) / gnmt_length_penalty(step, length_penalty)).view(B, k * V)"),
+        ("top[b, r].item() / gnmt_length_penalty(step, alpha)", "top[b, r].item()")],
+    (14, "cache not reordered"): [("        cache.reorder(rows)\n", "")],
+    (14, "all beams start at 0"): [("scores = torch.full((B, k), -math.inf)\n    scores[:, 0] = 0", "scores = torch.zeros(B, k)")],
+    (14, "logits summed"): [("[:, -1].log_softmax(-1)", "[:, -1]")],
+}
+
+
+def edited(number: int, edits) -> str:
+    source = SOLUTIONS[number]
+    for old, new, *scope in edits:
+        count = source.count(old)
+        assert count == 1 or (scope == [ALL] and count > 1), f"edit {old!r} matches {count} times"
+        source = source.replace(old, new)
+    return source
+
+
+def learner_file(tmp_path: Path, number: int, source: str) -> Path:
+    path = tmp_path / f"{exercise(number).stem}.py"
+    path.write_text(source)
+    return path
+
+
+@pytest.mark.parametrize("number", range(1, len(EXERCISES) + 1))
+def test_a_learners_own_answer_passes(number, tmp_path):
+    result = grade(exercise(number), path=learner_file(tmp_path, number, SOLUTIONS[number]))
+    assert result.status == PASSED, result.report()
+
+
+def test_every_known_mistake_has_a_test_here():
+    known = {(e.number, m.name) for e in EXERCISES for part in e.parts for m in part.mistakes}
+    assert known == set(EDITS)
+    assert len(known) >= 10
+
+
+@pytest.mark.parametrize("number, name", sorted(EDITS), ids=[f"{n}-{name}" for n, name in sorted(EDITS)])
+def test_a_known_mistake_is_diagnosed_by_name(number, name, tmp_path):
+    result = grade(exercise(number), path=learner_file(tmp_path, number, edited(number, EDITS[number, name])))
+    assert result.status == WRONG
+    assert result.mistake is not None and result.mistake.name == name, result.report()
+    report = result.report()
+    assert f'known mistake "{name}": {result.mistake.says}' in report
+    assert "see slides/chapters/" in report
