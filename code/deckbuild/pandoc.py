@@ -17,9 +17,12 @@ from pathlib import Path
 from . import rawhtml
 from .errors import DeckError
 from .options import reveal_config
-from .resources import FILTERS, TEMPLATE, node_package, read_resource
+from .resources import FILTERS, RESOURCES, TEMPLATE, node_package, read_resource
 
 LUA_FILTERS = ["callouts.lua", "figures.lua", "cells.lua"]
+# Quarto's default highlight style for light themes (arrow): the token colours measured in
+# the corpus decks' quarto-syntax-highlighting CSS, as a pandoc theme of our own
+HIGHLIGHT_THEME = RESOURCES / "highlight" / "light.theme"
 
 
 def pandoc_path() -> str:
@@ -38,11 +41,16 @@ def init_script(opts: dict) -> str:
     """The script that starts reveal.js: our helpers, then Reveal.initialize(config)."""
     config = reveal_config(opts)
     config["deckbuildMenu"] = {"openButton": opts["menu"] is not False}
-    helpers = read_resource("deckbuild.js") + "\n" + read_resource("menu.js")
+    # Quarto's page defaults, applied by defaults.js before reveal.js starts
+    config["deckbuild"] = {"autoStretch": opts.get("auto-stretch", True),
+                           "centerTitleSlide": opts.get("center-title-slide", True),
+                           "codeCopy": opts.get("code-copy", "hover")}
+    helpers = "\n".join(read_resource(name) for name in ("deckbuild.js", "defaults.js", "menu.js"))
     config_json = json.dumps(config, indent=1).replace("</", "<\\/")
     return (f"<script>\n{helpers}\n</script>\n<script>\n"
             f"const deckbuildConfig = {config_json};\n"
             f"deckbuildConfig.plugins = [{', '.join(PLUGINS)}];\n"
+            "window.deckbuildPrepare(deckbuildConfig);\n"
             "window.deckbuildRegister(Reveal);\n"
             "Reveal.initialize(deckbuildConfig);\n"
             "</script>\n")
@@ -57,6 +65,7 @@ def pandoc_args(md: Path, out: Path, css: Path, opts: dict, node_modules: Path,
         pandoc_path(), str(md), "-f", "markdown+emoji", "-t", "revealjs",
         "--standalone", "--embed-resources",
         "--template", str(TEMPLATE),
+        "--highlight-style", str(HIGHLIGHT_THEME),
         f"--katex={katex.as_posix()}/",
         "--slide-level", str(opts["slide-level"]),
         "--resource-path", os.pathsep.join([str(src_dir), str(md.parent)]),
