@@ -31,6 +31,14 @@ def pandoc_path() -> str:
     return pypandoc.get_pandoc_path()
 
 
+def highlight_option() -> str:
+    """pandoc 3.8 renamed --highlight-style to --syntax-highlighting (the old name warns)."""
+    import pypandoc
+
+    version = tuple(int(x) for x in re.findall(r"\d+", pypandoc.get_pandoc_version())[:2])
+    return "--syntax-highlighting" if version >= (3, 8) else "--highlight-style"
+
+
 # The reveal.js plugins Quarto's revealjs format turns on by default that a presenter
 # uses: speaker notes (S), search (Ctrl-Shift-F), zoom (Alt-click, Ctrl-click on Linux) from reveal.js itself,
 # and a slide menu (M) of our own in place of Quarto's bundled menu plugin.
@@ -65,7 +73,7 @@ def pandoc_args(md: Path, out: Path, css: Path, opts: dict, node_modules: Path,
         pandoc_path(), str(md), "-f", "markdown+emoji", "-t", "revealjs",
         "--standalone", "--embed-resources",
         "--template", str(TEMPLATE),
-        "--highlight-style", str(HIGHLIGHT_THEME),
+        highlight_option(), str(HIGHLIGHT_THEME),
         f"--katex={katex.as_posix()}/",
         "--slide-level", str(opts["slide-level"]),
         "--resource-path", os.pathsep.join([str(src_dir), str(md.parent)]),
