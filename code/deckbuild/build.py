@@ -152,7 +152,8 @@ def _fingerprint(job: Job, md: Path, css: Path, opts: dict, images: list[Path],
     _hash_files(h, [css, resources.TEMPLATE, resources.FILTERS, *images,
                     md.parent / f"{job.path.stem}_files", *(opts.get("css") or []),
                     node_modules / "reveal.js" / "package.json",
-                    node_modules / "katex" / "package.json"])
+                    node_modules / "katex" / "package.json",
+                    node_modules / theme.FONT_PACKAGE / "package.json", pandoc.HIGHLIGHT_THEME])
     if opts.get("logo"):
         _hash_files(h, [opts["logo"]])
     return h.hexdigest()

@@ -20,16 +20,27 @@ from . import mathmethod, rawhtml
 from .errors import DeckError
 from .libs import Layout
 from .options import reveal_config
-from .resources import FILTERS, TEMPLATE, read_resource
+from .resources import FILTERS, RESOURCES, TEMPLATE, read_resource
 
 LUA_FILTERS = ["callouts.lua", "figures.lua", "cells.lua", "project-paths.lua"]
 FETCH_RE = re.compile(r"Could not fetch resource (.+?)(?:: |$)")
+# Quarto's default highlight style for light themes (arrow): the token colours measured in
+# the corpus decks' quarto-syntax-highlighting CSS, as a pandoc theme of our own
+HIGHLIGHT_THEME = RESOURCES / "highlight" / "light.theme"
 
 
 def pandoc_path() -> str:
     import pypandoc
 
     return pypandoc.get_pandoc_path()
+
+
+def highlight_option() -> str:
+    """pandoc 3.8 renamed --highlight-style to --syntax-highlighting (the old name warns)."""
+    import pypandoc
+
+    version = tuple(int(x) for x in re.findall(r"\d+", pypandoc.get_pandoc_version())[:2])
+    return "--syntax-highlighting" if version >= (3, 8) else "--highlight-style"
 
 
 # The reveal.js plugins Quarto's revealjs format turns on by default that a presenter
@@ -43,12 +54,17 @@ def init_script(opts: dict) -> str:
     config = reveal_config(opts)
     config.update(mathmethod.reveal_config(mathmethod.math_method(opts)))
     config["deckbuildMenu"] = {"openButton": opts["menu"] is not False}
-    helpers = read_resource("deckbuild.js") + "\n" + read_resource("menu.js")
+    # Quarto's page defaults, applied by defaults.js before reveal.js starts
+    config["deckbuild"] = {"autoStretch": opts.get("auto-stretch", True),
+                           "centerTitleSlide": opts.get("center-title-slide", True),
+                           "codeCopy": opts.get("code-copy", "hover")}
+    helpers = "\n".join(read_resource(name) for name in ("deckbuild.js", "defaults.js", "menu.js"))
     plugins = PLUGINS + (["RevealMath"] if "math" in config else [])
     config_json = json.dumps(config, indent=1).replace("</", "<\\/")
     return (f"<script>\n{helpers}\n</script>\n<script>\n"
             f"const deckbuildConfig = {config_json};\n"
             f"deckbuildConfig.plugins = [{', '.join(plugins)}];\n"
+            "window.deckbuildPrepare(deckbuildConfig);\n"
             "window.deckbuildRegister(Reveal);\n"
             "Reveal.initialize(deckbuildConfig);\n"
             "</script>\n")
@@ -63,6 +79,7 @@ def pandoc_args(md: Path, out: Path, layout: Layout, opts: dict, src_dir: Path,
         *(["--embed-resources"] if layout.embed else []),
         "--template", str(TEMPLATE),
         *mathmethod.pandoc_args(mathmethod.math_method(opts), layout.katex),
+        highlight_option(), str(HIGHLIGHT_THEME),
         "--slide-level", str(opts["slide-level"]),
         "--resource-path", os.pathsep.join([str(src_dir), str(md.parent)]),
         "-V", f"revealjs-url={layout.reveal}",

@@ -117,6 +117,10 @@ DOCUMENT_OPTIONS: dict[str, Option] = {
     "footer": Option(STRING, None, "meta"),
     "menu": Option(BOOL | MAPPING, True),   # the slide menu's button (M works either way)
     "title-slide-attributes": Option(MAPPING, None, "meta"),
+    # Quarto's revealjs page defaults, applied in the browser by resources/defaults.js
+    "auto-stretch": Option(BOOL, True),
+    "center-title-slide": Option(BOOL, True),
+    "code-copy": Option(BOOL | one_of("hover"), "hover"),
     # reveal.js configuration, as Quarto sets it for revealjs
     "width": Option(NUMBER | STRING, 1050, "reveal"),
     "height": Option(NUMBER | STRING, 700, "reveal"),
@@ -132,7 +136,8 @@ DOCUMENT_OPTIONS: dict[str, Option] = {
     "hash-one-based-index": Option(BOOL, False, "reveal"),
     "history": Option(BOOL, True, "reveal"),
     "navigation-mode": Option(one_of("linear", "vertical", "grid"), "linear", "reveal"),
-    "controls": Option(BOOL | one_of("auto"), True, "reveal"),
+    # "auto": shown only when embedded in a page or when vertical slides are reachable
+    "controls": Option(BOOL | one_of("auto"), "auto", "reveal"),
     "controls-tutorial": Option(BOOL, False, "reveal"),
     "controls-layout": Option(one_of("edges", "bottom-right"), "edges", "reveal"),
     "controls-back-arrows": Option(one_of("faded", "hidden", "visible"), "faded", "reveal"),
@@ -185,13 +190,14 @@ IMPLEMENTED_CLASSES = frozenset({
     "shrink", "strike", "highlight-red", "highlight-green", "highlight-blue",
     "highlight-current-red", "highlight-current-green", "highlight-current-blue",
     "r-stretch", "r-fit-text", "r-stack", "r-hstack", "r-vstack", "r-frame", "stretch",
+    "nostretch",
     # pandoc
     "incremental", "nonincremental", "unnumbered", "unlisted",
 })
 # Quarto features deckbuild does not implement, even where a theme happens to style the name.
 UNIMPLEMENTED_CLASSES = frozenset({
     "panel-tabset", "aside", "absolute", "footer", "content-visible", "content-hidden",
-    "nostretch", "column-page", "column-screen", "column-margin",
+    "column-page", "column-screen", "column-margin",
 })
 
 # Options that hold paths, resolved against the file that declares them.

@@ -101,6 +101,17 @@ def assemble(themes: list[str], warnings: list | None = None) -> list[Piece]:
     return pieces
 
 
+FONT_PACKAGE = "@fontsource/source-sans-pro"
+
+
+def font_piece(node_modules: Path) -> Piece:
+    """``$deckbuild-font-files``: the folder of Source Sans Pro's woff2 files, which the base
+    rules' @font-face point at (pandoc's --embed-resources then inlines them)."""
+    files = node_package(node_modules, FONT_PACKAGE) / "files"
+    value = files.resolve().as_posix().replace('"', '\\"')
+    return Piece(f'$deckbuild-font-files: "{value}";', THEME / "_defaults.scss", 1)
+
+
 def sass_command(node_modules: Path) -> list[str]:
     sass_js = node_package(node_modules, "sass") / "sass.js"
     if not sass_js.exists():
@@ -114,7 +125,7 @@ def compile_theme(themes: list[str], node_modules: Path, cache_dir: Path,
     """Return (path of the compiled CSS, whether it came from the cache). A cached CSS
     that is not what was written is passed to ``damaged`` and compiled again; warnings
     about the theme files go to ``warnings``."""
-    pieces = assemble(themes, warnings)
+    pieces = [font_piece(node_modules), *assemble(themes, warnings)]
     text_parts, origin = [], []   # origin[i] = (piece, first line of piece in assembled file)
     line = 1
     for piece in pieces:

@@ -44,6 +44,15 @@ window.__deckbuildCheckSlide = function () {
     return `${tag}${el.className && typeof el.className === "string" ? "." + el.className.split(" ")[0] : ""} "${text}"`;
   }
 
+  // A text rect is the font's full height (ascent + descent); where that is taller than the
+  // line height (Source Sans Pro: 1.257em against a heading's 1.2) the excess lies outside
+  // the line box, half above and half below, and is not laid out: compare the line box.
+  function lineBox(r, el) {
+    const extra = (r.height - parseFloat(getComputedStyle(el).lineHeight) * scale) / 2;
+    if (!(extra > 0)) return r;
+    return { left: r.left, right: r.right, top: r.top + extra, bottom: r.bottom - extra };
+  }
+
   function checkRect(rect, el, what) {
     const c = clip(rect, el);
     if (c.right - c.left <= 0.5 || c.bottom - c.top <= 0.5) return;
@@ -63,7 +72,7 @@ window.__deckbuildCheckSlide = function () {
       if (hidden(parent)) continue;
       const range = document.createRange();
       range.selectNodeContents(node);
-      for (const r of range.getClientRects()) checkRect(r, parent, "text");
+      for (const r of range.getClientRects()) checkRect(lineBox(r, parent), parent, "text");
       continue;
     }
     const el = node;
