@@ -86,6 +86,8 @@ def pandoc_args(md: Path, out: Path, layout: Layout, opts: dict, src_dir: Path,
         "--include-after-body", str(init),
         "-M", f"deckbuild-slide-level={opts['slide-level']}",
         "-M", f"deckbuild-code-line-numbers={str(opts['code-line-numbers']).lower()}",
+        "-M", f"deckbuild-callout-appearance={opts.get('callout-appearance', 'default')}",
+        "-M", f"deckbuild-callout-icon={str(opts.get('callout-icon', True)).lower()}",
         "-M", f"deckbuild-project-offset={project_offset}",
         "-o", str(out),
     ]

@@ -121,6 +121,8 @@ DOCUMENT_OPTIONS: dict[str, Option] = {
     "auto-stretch": Option(BOOL, True),
     "center-title-slide": Option(BOOL, True),
     "code-copy": Option(BOOL | one_of("hover"), "hover"),
+    "callout-appearance": Option(one_of("default", "simple", "minimal"), "default"),
+    "callout-icon": Option(BOOL, True),
     # reveal.js configuration, as Quarto sets it for revealjs
     "width": Option(NUMBER | STRING, 1050, "reveal"),
     "height": Option(NUMBER | STRING, 700, "reveal"),

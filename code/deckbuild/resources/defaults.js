@@ -61,9 +61,18 @@
       && img.parentElement.nodeName !== "A";
   }
 
-  function stretchSlide(slide, auto) {
+  // Quarto writes the logo (and footer) into the deck's last slide and its script moves
+  // them out later: its auto-stretch sees the logo there, so a deck with a logo never
+  // stretches the image of its last slide
+  function imagesOf(slide, all) {
+    const images = Array.from(slide.querySelectorAll("img"));
+    const logo = document.querySelector(".reveal > .slide-logo");
+    return logo && slide === all[all.length - 1] ? images.concat([logo]) : images;
+  }
+
+  function stretchSlide(slide, auto, all) {
     if (slide.classList.contains("nostretch")) return;
-    const images = slide.querySelectorAll("img");
+    const images = imagesOf(slide, all);
     if (images.length !== 1) return;
     const img = images[0];
     if (img.classList.contains("nostretch")) { img.classList.remove("nostretch"); return; }
@@ -150,7 +159,8 @@
     const own = config.deckbuild || {};
     dropColumnWhiteSpace();
     centerSlides(config, own.centerTitleSlide !== false);
-    slides().forEach(slide => stretchSlide(slide, own.autoStretch !== false));
+    const all = slides();
+    all.forEach(slide => stretchSlide(slide, own.autoStretch !== false, all));
     if (own.codeCopy !== false) addCopyButtons(own.codeCopy === true);
     controlsAuto(config);
   };

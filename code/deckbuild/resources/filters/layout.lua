@@ -13,6 +13,14 @@
 --       A cell's width comes from the layout (or its image's percent width); a cell holding
 --       an image or a table is centred, others left (layout-align changes it); a heading
 --       opens the next cell in bold; a negative width in `layout` is an empty spacer.
+--   : Caption {tbl-colwidths="[25,75]"}    a table's column widths in percent (the last
+--       repeats; a total over 100 is scaled down), src/resources/filters/modules/
+--       tablecolwidths.lua; "false" leaves the widths to the browser; a table's short
+--       Bootstrap classes get their prefix ({.striped} is table-striped)
+--   ```{.python filename="app.py"}   the code under a header naming the file
+--       (src/resources/filters/customnodes/decoratedcodeblock.lua): <div class=
+--       "code-with-filename"><div class="code-with-filename-file"><pre><strong>app.py
+--       </strong></pre></div> code </div>
 
 local POSITION = { "top", "left", "bottom", "right", "width", "height" }
 
@@ -225,7 +233,59 @@ local function panel(div)
   return preamble
 end
 
+-- Bootstrap's table class names, written short: {.striped .hover} is table-striped...
+-- (src/resources/filters/quarto-pre/table-classes.lua)
+local BOOTSTRAP_TABLE = {}
+for _, name in ipairs({ "primary", "secondary", "success", "danger", "warning", "info", "light",
+    "dark", "striped", "hover", "active", "bordered", "borderless", "sm", "responsive",
+    "responsive-sm", "responsive-md", "responsive-lg", "responsive-xl", "responsive-xxl" }) do
+  BOOTSTRAP_TABLE[name] = true
+end
+
+local function table_classes(tbl)
+  tbl.classes = tbl.classes:map(function(c) return BOOTSTRAP_TABLE[c] and ("table-" .. c) or c end)
+  if tbl.classes:includes("table-sm") then tbl.classes:insert("small")
+  elseif tbl.classes:includes("small") then tbl.classes:insert("table-sm") end
+end
+
+local function colwidths(tbl)
+  table_classes(tbl)
+  local spec = tbl.attributes["tbl-colwidths"]
+  if spec == nil then return tbl end
+  tbl.attributes["tbl-colwidths"] = nil
+  local n, widths = #tbl.colspecs, {}
+  if spec == "false" then
+    for i = 1, n do widths[i] = 0 end
+  elseif spec ~= "true" then
+    if spec:sub(1, 1) ~= "[" then spec = "[" .. spec .. "]" end
+    local ok, list = pcall(function() return pandoc.json.decode(spec, false) end)
+    if not ok or type(list) ~= "table" or #list == 0 then return tbl end
+    local total = 0
+    for i = 1, n do
+      widths[i] = tonumber(list[math.min(i, #list)]) or 0
+      total = total + widths[i]
+    end
+    for i = 1, n do
+      local w = total > 100 and round(widths[i] / total * 100, 1) or widths[i]
+      widths[i] = round(w / 100, 2)
+    end
+  else
+    return tbl
+  end
+  for i = 1, n do tbl.colspecs[i] = { tbl.colspecs[i][1], widths[i] } end
+  return tbl
+end
+
+local function filename(block)
+  local name = block.attributes["filename"]
+  if name == nil then return nil end
+  local header = pandoc.Div({ pandoc.Plain({
+    pandoc.RawInline("html", "<pre>"), pandoc.Strong({ pandoc.Str(name) }), pandoc.RawInline("html", "</pre>"),
+  }) }, pandoc.Attr("", { "code-with-filename-file" }))
+  return pandoc.Div({ header, block }, pandoc.Attr("", { "code-with-filename" }))
+end
+
 return {
-  { Div = panel },
+  { Div = panel, Table = colwidths, CodeBlock = filename },
   { Div = position, Span = position, Image = position },
 }
