@@ -116,6 +116,35 @@
     config.controls = (framed && !local) || (vertical && config.navigationMode !== "linear");
   }
 
+  // -- tabsets (filters/tabsets.lua): the list as tabs, one pane shown, as Quarto's tabby --
+  function selectTab(list, link) {
+    list.querySelectorAll("a[role=tab]").forEach(a => {
+      const on = a === link;
+      a.setAttribute("aria-selected", on ? "true" : "false");
+      if (on) a.removeAttribute("tabindex"); else a.setAttribute("tabindex", "-1");
+      const pane = document.getElementById(a.getAttribute("aria-controls"));
+      if (pane) pane.hidden = !on;
+    });
+  }
+
+  function setupTabsets() {
+    document.querySelectorAll(".reveal ul.panel-tabset-tabby").forEach(list => {
+      list.setAttribute("role", "tablist");
+      const links = Array.from(list.querySelectorAll(":scope > li > a"));
+      links.forEach(a => {
+        const paneId = decodeURIComponent(a.getAttribute("href").slice(1));
+        const pane = document.getElementById(paneId);
+        a.parentElement.setAttribute("role", "presentation");
+        a.setAttribute("role", "tab");
+        a.id = "tabby-toggle_" + paneId;
+        a.setAttribute("aria-controls", paneId);
+        if (pane) { pane.setAttribute("role", "tabpanel"); pane.setAttribute("aria-labelledby", a.id); }
+        a.addEventListener("click", event => { event.preventDefault(); selectTab(list, a); });
+      });
+      selectTab(list, links.find(a => a.hasAttribute("data-tabby-default")) || links[0]);
+    });
+  }
+
   // -- code copy ------------------------------------------------------------------------
   function copyText(text) {
     if (navigator.clipboard && window.isSecureContext) {
@@ -158,6 +187,7 @@
   window.deckbuildPrepare = function (config) {
     const own = config.deckbuild || {};
     dropColumnWhiteSpace();
+    setupTabsets();
     centerSlides(config, own.centerTitleSlide !== false);
     const all = slides();
     all.forEach(slide => stretchSlide(slide, own.autoStretch !== false, all));
