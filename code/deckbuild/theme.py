@@ -32,6 +32,8 @@ NEAR_MARKER_RE = re.compile(r"^\s*/\*\s*-*\s*scss\s*:\s*\w+\s*-*\s*\*/\s*$", re.
 SECTIONS = ("uses", "functions", "defaults", "mixins", "rules")
 # Quarto's aliases for reveal.js theme names (src/format/reveal/format-reveal-theme.ts)
 THEME_ALIASES = {"white": "default", "black": "dark"}
+# the base layer's rules: reveal.js's theme and Quarto's chrome, then the slide body's layout
+BASE_RULES = ("_rules.scss", "_layout.scss")
 
 
 @dataclass
@@ -81,8 +83,8 @@ def builtin_theme(name: str) -> Path | None:
 def assemble(themes: list[str], warnings: list | None = None) -> list[Piece]:
     """The theme's pieces in Quarto's order (src/core/sass.ts, compileSass): every layer's
     uses and functions, the user defaults (later themes first, so they win), the base
-    defaults, user mixins, base rules, user rules. A built-in theme is a user layer at its
-    place in the list, as in Quarto."""
+    defaults, user mixins, base rules (BASE_RULES, in order), user rules. A built-in theme
+    is a user layer at its place in the list, as in Quarto."""
     files = [Path(t) if Path(t).is_absolute() else builtin_theme(t) for t in themes]
     user = [split_layers(f, warnings) for f in files if f is not None]
     base = THEME
@@ -95,7 +97,8 @@ def assemble(themes: list[str], warnings: list | None = None) -> list[Piece]:
     pieces.append(Piece((base / "_defaults.scss").read_text(), base / "_defaults.scss", 1))
     for layers in user:
         pieces += layers["mixins"]
-    pieces.append(Piece((base / "_rules.scss").read_text(), base / "_rules.scss", 1))
+    for name in BASE_RULES:
+        pieces.append(Piece((base / name).read_text(), base / name, 1))
     for layers in user:
         pieces += layers["rules"]
     return pieces
