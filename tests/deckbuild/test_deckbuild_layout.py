@@ -340,3 +340,18 @@ def test_the_last_slides_image_is_not_stretched_when_there_is_a_logo(page):
     stretched = page.evaluate("""() => { const s = Reveal.getSlides(); const last = s[s.length - 1];
         return last.querySelector('img').classList.contains('r-stretch'); }""")
     assert stretched is False
+
+
+def test_an_image_in_the_footer_is_copied_beside_the_html(tmp_path):
+    """A footer's raw HTML image (``footer: ... <img src="by.png">``, as real decks write
+    it) is one of the deck's files: copied into the output folder, so that the footer
+    shows it where Quarto's does (its resources follow the page's links)."""
+    from PIL import Image
+
+    (tmp_path / "_quarto.yml").write_text("project:\n  output-dir: _output\n")
+    Image.new("RGB", (40, 20), (10, 20, 30)).save(tmp_path / "by.png")
+    (tmp_path / "deck.qmd").write_text('---\ntitle: F\nformat:\n  revealjs:\n'
+                                       '    footer: \'A <img src="by.png" width="5%"> B\'\n---\n\n## One\n\nText.\n')
+    html = build_document(tmp_path / "deck.qmd", BuildSettings(html_only=True), lambda *a, **k: None).html
+    assert 'src="by.png"' in html.read_text(encoding="utf-8")
+    assert (html.parent / "by.png").read_bytes() == (tmp_path / "by.png").read_bytes()
