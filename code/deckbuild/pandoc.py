@@ -22,7 +22,7 @@ from .libs import Layout
 from .options import reveal_config
 from .resources import FILTERS, RESOURCES, TEMPLATE, read_resource
 
-LUA_FILTERS = ["callouts.lua", "tabsets.lua", "layout.lua", "figures.lua", "cells.lua", "project-paths.lua"]
+LUA_FILTERS = ["callouts.lua", "tabsets.lua", "annotations.lua", "layout.lua", "figures.lua", "cells.lua", "project-paths.lua"]
 FETCH_RE = re.compile(r"Could not fetch resource (.+?)(?:: |$)")
 # Quarto's default highlight style for light themes (arrow): the token colours measured in
 # the corpus decks' quarto-syntax-highlighting CSS, as a pandoc theme of our own

@@ -93,6 +93,17 @@ b = 2
 c = 3
 ```
 
+## Annotated
+
+```python
+x = load()  # <1>
+y = x + 1
+print(y)    # <2>
+```
+
+1. Load the data.
+2. Show it.
+
 ## Tabs
 
 ::: {.panel-tabset}
@@ -227,6 +238,22 @@ def test_a_code_blocks_file_name_heads_it(built):
     assert "sourceCode" in code.classes
 
 
+def test_code_annotations_leave_the_code_for_a_list_below_it(built):
+    """Markers `# <N>` leave the code; the list after the block becomes
+    dl.code-annotation-container-grid, each note naming its lines (quarto-pre/
+    code-annotation.lua); the block is annotated-cell-1 with its line-to-number map."""
+    _, page = built
+    s = slide(page, "Annotated")
+    block = s.find("div", cls="sourceCode")
+    assert block.attrs["id"] == "annotated-cell-1" and block.attrs["data-code-annotations"] == "1:1,3:2"
+    assert "<1>" not in block.text() and "load()" in block.text()
+    grid = s.find("dl", cls="code-annotation-container-grid")
+    assert [dt.text() for dt in grid.find_all("dt")] == ["1", "2"]
+    notes = [(d.attrs["data-code-lines"], d.text()) for d in grid.find_all("span")]
+    assert notes == [("1", "Load the data."), ("3", "Show it.")]
+    assert not s.find_all("ol")
+
+
 def test_a_tabset_is_quartos_tabby_markup(built):
     """A tabset: ul.panel-tabset-tabby of links to the panes, the first the default, the
     panes in div.tab-content (customnodes/panel-tabset.lua, tabbyTabs); its headings
@@ -287,6 +314,17 @@ def test_line_highlight_steps_are_code_copies_laid_over_the_first(page):
                      {"fragment": True, "lit": 2}]
     first, *copies = boxes(page, "pre > code")
     assert all(abs(c["top"] - first["top"]) < 0.5 and abs(c["left"] - first["left"]) < 0.5 for c in copies)
+
+
+def test_annotation_anchors_precede_their_lines(page):
+    """Quarto's numbered anchor before each marked line (its HTML postprocessor; ours
+    deckbuild.js), the line marked as a target; the grid's numbers beside their notes."""
+    go(page, "Annotated")
+    anchors = page.evaluate("""() => Array.from(Reveal.getCurrentSlide().querySelectorAll('a.code-annotation-anchor'))
+        .map(a => [a.textContent, a.nextElementSibling.id, a.nextElementSibling.classList.contains('code-annotation-target')])""")
+    assert anchors == [["1", "annotated-cell-1-1", True], ["2", "annotated-cell-1-3", True]]
+    dt, dd = boxes(page, "dl.code-annotation-container-grid dt")[0], boxes(page, "dl.code-annotation-container-grid dd")[0]
+    assert dd["left"] > dt["right"] and dd["top"] < dt["bottom"]
 
 
 def test_a_tab_shows_its_pane_only(page):

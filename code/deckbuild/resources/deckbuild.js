@@ -1,4 +1,5 @@
-// deckbuild's browser-side helpers, run before Reveal.initialize.
+// deckbuild's browser-side helpers, run before Reveal.initialize: code annotations'
+// anchors, then line-highlight steps (whose copies of the code keep the anchors).
 // Line-highlight steps, as Quarto's line-highlight plugin shows them: a code block whose
 // data-code-line-numbers reads "1|2-3|5" highlights lines 1; each later step is a copy of
 // the <code> in the same <pre>, a fragment laid over the first (position: absolute) with
@@ -55,6 +56,35 @@
     });
   }
 
+  // code annotations (filters/annotations.lua): Quarto's numbered anchor before each
+  // marked line, the gutter its page script expects, the classes of an annotated block
+  function annotate(holder) {
+    const pre = holder.querySelector("pre"), code = pre && pre.querySelector("code");
+    if (!code) return;
+    const spans = Array.from(code.children).filter(el => el.tagName === "SPAN");
+    holder.getAttribute("data-code-annotations").split(",").forEach(pair => {
+      const [line, number] = pair.split(":");
+      const span = spans[parseInt(line, 10) - 1];
+      if (!span) return;
+      const anchor = document.createElement("a");
+      anchor.className = "code-annotation-anchor";
+      anchor.setAttribute("data-target-cell", holder.id);
+      anchor.setAttribute("data-target-annotation", number);
+      anchor.setAttribute("href", "");
+      anchor.addEventListener("click", event => event.preventDefault());
+      anchor.textContent = number;
+      code.insertBefore(anchor, span);
+      span.classList.add("code-annotation-target");
+    });
+    ["code-annotation-gutter-bg", "code-annotation-gutter"].forEach(name => {
+      const div = document.createElement("div");
+      div.className = name;
+      code.appendChild(div);
+    });
+    pre.classList.add("code-annotation-code", "code-annotated");
+  }
+
+  document.querySelectorAll(".reveal [data-code-annotations]").forEach(annotate);
   document.querySelectorAll(".reveal [data-code-line-numbers]").forEach(setupBlock);
 
   // a step shown or hidden scrolls its block to the first highlighted line
