@@ -150,6 +150,7 @@
     const own = config.deckbuild || {};
     dropColumnWhiteSpace();
     centerSlides(config, own.centerTitleSlide !== false);
+    if (window.deckbuildNotes) window.deckbuildNotes(config);   // asides, footnotes (notes.js)
     slides().forEach(slide => stretchSlide(slide, own.autoStretch !== false));
     if (own.codeCopy !== false) addCopyButtons(own.codeCopy === true);
     controlsAuto(config);
