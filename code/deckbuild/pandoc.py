@@ -139,7 +139,7 @@ def run_pandoc(md: Path, out: Path, layout: Layout, opts: dict, src_dir: Path,
     """Run pandoc; an error names the .qmd file and line that the markdown line it reports
     came from (``origins``: (file, line) of each line of ``md``). Returns the resources
     pandoc could not fetch (it keeps their links); a citation no bibliography holds is a
-    warning in ``warnings`` (pandoc prints it as ?key, as under Quarto)."""
+    warning in ``warnings`` (citeproc prints it as key?, as under Quarto)."""
     init = work_dir / "init.html"
     init.write_text(_math_plugin(layout, opts) + init_script(opts))
     # large self-contained raw HTML blocks skip pandoc (rawhtml.py); its input keeps md's lines
@@ -175,8 +175,8 @@ def missing_citations(stderr: str, md: Path, origins: list) -> list[DeckWarning]
     for key in dict.fromkeys(CITEPROC_MISSING_RE.findall(stderr)):
         at = next((i for i, l in enumerate(lines) if re.search(rf"@{re.escape(key)}\b", l)), None)
         place = (origins[at] if at is not None and at < len(origins) else None) or (md, None)
-        out.append(DeckWarning(f"citation @{key} is in no bibliography: it is printed as "
-                               f"?{key} (Quarto warns too)", *place))
+        out.append(DeckWarning(f"citation @{key} is in no bibliography: citeproc prints it as "
+                               f"'{key}?' (Quarto warns too)", *place))
     return out
 
 
