@@ -54,8 +54,12 @@ def format_date(date, date_format, lang, source: Path,
     req = request(date, date_format, lang, source)
     if req is None:
         return None, []
-    proc = subprocess.run(["node", str(resource("dates.js")), json.dumps(req)],
-                          capture_output=True, text=True)
+    try:
+        proc = subprocess.run(["node", str(resource("dates.js")), json.dumps(req)],
+                              capture_output=True, text=True)
+    except FileNotFoundError:
+        raise DeckError("node not found on PATH: deckbuild needs it to format the date (as "
+                        "to compile the theme); install Node.js", *where) from None
     if proc.returncode != 0:
         raise DeckError(f"formatting the date {req['value']!r} failed: "
                         f"{proc.stderr.strip() or 'node exited with ' + str(proc.returncode)}")

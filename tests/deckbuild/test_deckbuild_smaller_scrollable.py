@@ -23,9 +23,11 @@ format:
     self-contained-math: true
 {extra}"""
 
+# the title slide's first paragraph is its date (Quarto's title block puts authors in divs)
 DECK = """---
 title: "Sizes"
 author: "A. Author"
+date: 2024-01-02
 {front}---
 
 Words on the title slide's neighbour.

@@ -126,6 +126,11 @@ def test_camel_case_reveal_options_are_read_as_quarto_reads_them(tmp_path):
     assert not [w for w in check_options(opts, doc) if "not implemented" in w.message]
 
 
+def test_table_of_contents_is_quartos_other_name_for_toc(tmp_path):
+    opts, doc = _opts(tmp_path, "table-of-contents: true\n")
+    assert opts["toc"] is True and not check_options(opts, doc)
+
+
 def test_slide_number_true_under_vertical_navigation_counts_h_dot_v(tmp_path):
     opts, _ = _opts(tmp_path, "slide-number: true\nnavigation-mode: vertical\n")
     cfg = reveal_config(opts)
