@@ -20,6 +20,7 @@ from .cells import coalesce_streams, effective_cell_options, output_text, strip_
 from .errors import DeckWarning
 from .source import Cell, Document, Markdown
 
+
 def _fence_for(text: str, minimum: int = 3) -> str:
     longest = max([len(m) for m in re.findall(r"`{3,}", text)] + [minimum - 1])
     return "`" * (longest + 1)
