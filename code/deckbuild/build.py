@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Callable
 
 from . import (__version__, browser, execute, files, libs, markdown, mathmethod, pandoc,
-               resources, schema, source, strict, theme)
+               partials, resources, schema, source, strict, theme)
 from .errors import DeckWarning
 from .options import Project, find_project_root, load_project, resolve_options
 
@@ -149,7 +149,8 @@ def _fingerprint(job: Job, md: Path, css: Path, opts: dict, images: list[Path],
     h.update(f"{__version__}|{job.settings.html_only}|"
              f"{json.dumps(opts, sort_keys=True, default=str)}".encode())
     h.update(md.read_bytes() + pandoc.init_script(opts).encode())
-    _hash_files(h, [css, resources.TEMPLATE, resources.FILTERS, *images,
+    _hash_files(h, [css, resources.TEMPLATE, resources.FILTERS, partials.PARTIALS,
+                    *partials.user_partials(opts), *images,
                     md.parent / f"{job.path.stem}_files", *(opts.get("css") or []),
                     node_modules / "reveal.js" / "package.json",
                     node_modules / "katex" / "package.json",

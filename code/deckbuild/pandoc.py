@@ -16,7 +16,7 @@ import re
 import subprocess
 from pathlib import Path
 
-from . import mathmethod, rawhtml
+from . import mathmethod, partials, rawhtml
 from .errors import DeckError, DeckWarning
 from .libs import Layout
 from .options import reveal_config
@@ -77,13 +77,14 @@ def init_script(opts: dict) -> str:
 
 
 def pandoc_args(md: Path, out: Path, layout: Layout, opts: dict, src_dir: Path,
-                init: Path, project_offset: str = ".") -> list[str]:
+                init: Path, project_offset: str = ".", template: Path = TEMPLATE) -> list[str]:
     """The pandoc command line for one deck. ``project_offset``: the project root seen
-    from the document's folder (paths starting with ``/`` are resolved against it)."""
+    from the document's folder (paths starting with ``/`` are resolved against it);
+    ``template``: the template, beside its partials (partials.py)."""
     args = [
         pandoc_path(), str(md), "-f", "markdown+emoji", "-t", "revealjs", "--standalone",
         *(["--embed-resources"] if layout.embed else []),
-        "--template", str(TEMPLATE),
+        "--template", str(template),
         *mathmethod.pandoc_args(mathmethod.math_method(opts), layout.katex),
         highlight_option(), str(HIGHLIGHT_THEME),
         "--slide-level", str(opts["slide-level"]),
@@ -102,6 +103,8 @@ def pandoc_args(md: Path, out: Path, layout: Layout, opts: dict, src_dir: Path,
         args += ["-c", sheet]
     if opts["incremental"]:
         args.append("--incremental")
+    if opts.get("toc"):     # the TOC slide after the title slide (toc-slide.html)
+        args += ["--toc", f"--toc-depth={int(opts.get('toc-depth') or 3)}"]
     for name in ("smaller", "scrollable"):   # document-wide: a class on the .reveal element
         if opts[name]:
             args += ["-V", f"deckbuild-{name}=true"]
@@ -147,7 +150,8 @@ def run_pandoc(md: Path, out: Path, layout: Layout, opts: dict, src_dir: Path,
     if stashed:
         md = md.with_name(f"{md.stem}.pandoc.md")
         md.write_text(source, encoding="utf-8")
-    args = pandoc_args(md, out, layout, opts, src_dir, init, project_offset)
+    template = partials.prepare(opts, work_dir)
+    args = pandoc_args(md, out, layout, opts, src_dir, init, project_offset, template)
     proc = subprocess.run(args, cwd=src_dir, capture_output=True, text=True)
     fetch_failures = [m.group(1) for m in FETCH_RE.finditer(proc.stderr)]
     problems = [l for l in proc.stderr.splitlines()

@@ -128,6 +128,15 @@ DOCUMENT_OPTIONS: dict[str, Option] = {
     "citation-location": Option(one_of("document", "margin")),
     "reference-location": Option(one_of("document", "section", "block", "margin")),
     "title-slide-attributes": Option(MAPPING, None, "meta"),
+    # the title slide and the TOC slide (titleblock.py, partials.py, dates.py)
+    "authors": Option(ANY),                 # Quarto prefers it to `author`
+    "affiliations": Option(ANY),            # what `affiliations: [{ref: id}]` points at
+    "date-format": Option(STRING),          # unset: iso (YYYY-MM-DD)
+    "title-slide-style": Option(one_of("default", "pandoc"), "default"),
+    "template-partials": Option(STRINGS),   # title-slide.html / toc-slide.html of the deck's own
+    "toc": Option(BOOL, False),
+    "toc-depth": Option(POSITIVE, 3),
+    "toc-title": Option(STRING, None, "meta"),
     # Quarto's revealjs page defaults, applied in the browser by resources/defaults.js
     "auto-stretch": Option(BOOL, True),
     "center-title-slide": Option(BOOL, True),
@@ -162,7 +171,7 @@ DOCUMENT_OPTIONS: dict[str, Option] = {
     "rtl": Option(BOOL, False, "reveal"),
     "shuffle": Option(BOOL, False, "reveal"),
     "fragments": Option(BOOL, True, "reveal"),
-    "fragment-in-url": Option(BOOL, True, "reveal"),
+    "fragment-in-url": Option(BOOL, False, "reveal"),
     "help": Option(BOOL, True, "reveal"),
     "pause": Option(BOOL, True, "reveal"),
     "show-notes": Option(BOOL | one_of("separate-page"), False, "reveal"),
@@ -177,7 +186,30 @@ DOCUMENT_OPTIONS: dict[str, Option] = {
     "pdf-page-height-offset": Option(NUMBER, -1, "reveal"),
     "hide-inactive-cursor": Option(BOOL, True, "reveal"),
     "hide-cursor-time": Option(NUMBER, 5000, "reveal"),
+    # passed on as they are (no default: reveal.js's own, which Quarto keeps)
+    "auto-animate": Option(BOOL, None, "reveal"),
+    "auto-animate-easing": Option(STRING, None, "reveal"),
+    "auto-animate-duration": Option(NUMBER, None, "reveal"),
+    "auto-animate-unmatched": Option(BOOL, None, "reveal"),
+    "auto-animate-styles": Option(STRINGS, None, "reveal"),
+    "default-timing": Option(NUMBER, None, "reveal"),
+    "disable-layout": Option(BOOL, None, "reveal"),
+    "display": Option(STRING, None, "reveal"),
+    "embedded": Option(BOOL, None, "reveal"),
+    "jump-to-slide": Option(BOOL, None, "reveal"),
+    "mobile-view-distance": Option(NUMBER, None, "reveal"),
+    "preload-iframes": Option(one_of(None, True, False), None, "reveal"),
+    "respond-to-hash-changes": Option(BOOL, None, "reveal"),
 }
+
+# camelCase spellings Quarto reads as reveal.js options (its template's variables: a
+# document may write `slideNumber: true` for `slide-number: true`); reveal.js spells
+# fragment-in-url fragmentInURL (src/format/reveal/metadata.ts)
+CAMEL_EXCEPTIONS = {"fragment-in-url": "fragmentInURL"}
+
+
+def camel(name: str) -> str:
+    return CAMEL_EXCEPTIONS.get(name) or re.sub(r"-([a-z])", lambda m: m.group(1).upper(), name)
 
 # Quarto's built-in shortcodes (https://quarto.org/docs/authoring/shortcodes.html); only
 # include is implemented here.
@@ -212,7 +244,9 @@ UNIMPLEMENTED_CLASSES = frozenset({
 })
 
 # Options that hold paths, resolved against the file that declares them.
-PATH_OPTIONS = ("logo", "css", "theme", "bibliography", "csl")
+PATH_OPTIONS = ("logo", "css", "theme", "template-partials", "bibliography", "csl")
+# Quarto's other names for options
+ALIASES = {"table-of-contents": "toc"}
 # Quarto's built-in revealjs themes (resources/theme/builtin/; "default" is the base
 # theme), with reveal.js's names white and black for default and dark
 BUILTIN_THEMES = {"default", "dark", "beige", "blood", "dracula", "league", "moon", "night",
