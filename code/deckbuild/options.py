@@ -159,8 +159,8 @@ def _resolve_paths(level: dict, src: Source) -> dict:
             if not isinstance(value, str):
                 raise DeckError(f"option '{key}' must be a path, got {value!r}", src.file,
                                 src.line_of(key))
-            if key == "logo" and _is_url(value):
-                resolved.append(value)      # a remote logo stays a link
+            if key in ("logo", "csl") and _is_url(value):
+                resolved.append(value)      # a remote logo stays a link; pandoc fetches a csl
                 continue
             path = (base / value).resolve()
             # a file of that name first, then a built-in theme (as Quarto looks them up)

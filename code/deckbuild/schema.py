@@ -116,6 +116,17 @@ DOCUMENT_OPTIONS: dict[str, Option] = {
     "pagetitle": Option(STRING, None, "meta"),
     "footer": Option(STRING, None, "meta"),
     "menu": Option(BOOL | MAPPING, True),   # the slide menu's button (M works either way)
+    # fonts: theme variables, as Quarto sets them (theme.option_variables)
+    "mainfont": Option(STRING),
+    "monofont": Option(STRING),
+    # citations (pandoc --citeproc) and footnotes (resources/notes.js); citation-location
+    # has no effect on revealjs in Quarto (its margin citations are for html and pdf)
+    "bibliography": Option(STRINGS),
+    "csl": Option(STRING),
+    "nocite": Option(ANY, None, "meta"),
+    "link-citations": Option(BOOL, True),
+    "citation-location": Option(one_of("document", "margin")),
+    "reference-location": Option(one_of("document", "section", "block", "margin")),
     "title-slide-attributes": Option(MAPPING, None, "meta"),
     # the title slide and the TOC slide (titleblock.py, partials.py, dates.py)
     "authors": Option(ANY),                 # Quarto prefers it to `author`
@@ -215,7 +226,7 @@ IMPLEMENTED_CLASSES = frozenset({
     "cell", "cell-output", "cell-output-stdout", "cell-output-stderr", "cell-output-display",
     "cell-output-error", "callout", "callout-note", "callout-tip", "callout-warning",
     "callout-important", "callout-caution", "columns", "column", "notes", "smaller",
-    "scrollable", "center",
+    "scrollable", "center", "aside",
     # reveal.js: fragments and layout helpers
     "fragment", "fade-in", "fade-out", "fade-up", "fade-down", "fade-left", "fade-right",
     "fade-in-then-out", "fade-in-then-semi-out", "semi-fade-out", "current-visible", "grow",
@@ -228,12 +239,12 @@ IMPLEMENTED_CLASSES = frozenset({
 })
 # Quarto features deckbuild does not implement, even where a theme happens to style the name.
 UNIMPLEMENTED_CLASSES = frozenset({
-    "panel-tabset", "aside", "absolute", "footer", "content-visible", "content-hidden",
+    "panel-tabset", "absolute", "footer", "content-visible", "content-hidden",
     "column-page", "column-screen", "column-margin",
 })
 
 # Options that hold paths, resolved against the file that declares them.
-PATH_OPTIONS = ("logo", "css", "theme", "template-partials")
+PATH_OPTIONS = ("logo", "css", "theme", "template-partials", "bibliography", "csl")
 # Quarto's other names for options
 ALIASES = {"table-of-contents": "toc"}
 # Quarto's built-in revealjs themes (resources/theme/builtin/; "default" is the base

@@ -51,5 +51,11 @@
   window.deckbuildRegister = function (Reveal) {
     ["ready", "slidechanged", "fragmentshown", "fragmenthidden", "pdf-ready"].forEach(
       ev => Reveal.on(ev, window.deckbuildUpdateCode));
+    // reveal.js places centred slides when it starts, possibly before the theme's fonts
+    // have loaded (a fallback font's line boxes differ): place them again once they have,
+    // so they sit where Quarto's do
+    Reveal.on("ready", () => {
+      if (document.fonts) document.fonts.ready.then(() => Reveal.layout());
+    });
   };
 })();

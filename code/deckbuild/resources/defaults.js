@@ -159,6 +159,7 @@
     dropColumnWhiteSpace();
     dropUntitledTocEntries();
     centerSlides(config, own.centerTitleSlide !== false);
+    if (window.deckbuildNotes) window.deckbuildNotes(config);   // asides, footnotes (notes.js)
     slides().forEach(slide => stretchSlide(slide, own.autoStretch !== false));
     if (own.codeCopy !== false) addCopyButtons(own.codeCopy === true);
     controlsAuto(config);
