@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Callable
 
 from . import (__version__, browser, execute, files, libs, markdown, mathmethod, pandoc,
-               resources, schema, source, strict, theme)
+               partials, resources, schema, source, strict, theme)
 from .errors import DeckWarning
 from .options import Project, find_project_root, load_project, resolve_options
 
@@ -149,7 +149,8 @@ def _fingerprint(job: Job, md: Path, css: Path, opts: dict, images: list[Path],
     h.update(f"{__version__}|{job.settings.html_only}|"
              f"{json.dumps(opts, sort_keys=True, default=str)}".encode())
     h.update(md.read_bytes() + pandoc.init_script(opts).encode())
-    _hash_files(h, [css, resources.TEMPLATE, resources.FILTERS, *images,
+    _hash_files(h, [css, resources.TEMPLATE, resources.FILTERS, partials.PARTIALS,
+                    *partials.user_partials(opts), *images,
                     md.parent / f"{job.path.stem}_files", *(opts.get("css") or []),
                     node_modules / "reveal.js" / "package.json",
                     node_modules / "katex" / "package.json",
@@ -176,12 +177,13 @@ def _project_offset(job: Job) -> str:
 
 
 def _write_outputs(job: Job, md: Path, layout: libs.Layout, opts: dict, html: Path,
-                   pdf: Path) -> list[str]:
+                   pdf: Path, warnings: list | None = None) -> list[str]:
     """pandoc (and the PDF) into temporary files, moved into place only on success. The
     temporaries have unique names, and the ones a killed build left behind are removed
     (the build lock says no other build of this document is running). The build stamp is
     removed before the first output is replaced; the caller writes it after the last.
-    Returns the resources pandoc could not fetch."""
+    Returns the resources pandoc could not fetch; pandoc's warnings (citations not in the
+    bibliography) go to ``warnings``."""
     for stale in html.parent.glob(f".{html.stem}.*.partial.*"):
         stale.unlink(missing_ok=True)
     tmp_html = files.temporary_beside(html, ".partial.html")
@@ -189,7 +191,7 @@ def _write_outputs(job: Job, md: Path, layout: libs.Layout, opts: dict, html: Pa
     try:
         t = time.perf_counter()
         failed = pandoc.run_pandoc(md, tmp_html, layout, opts, job.path.parent, md.parent,
-                                   job.md_origins, _project_offset(job))
+                                   job.md_origins, _project_offset(job), warnings)
         job.progress.step("pandoc", t, f"{tmp_html.stat().st_size / 1e6:.1f} MB")
         # a linked deck's files go in place first: the PDF is printed from them
         with libs.swap_in(layout, html):
@@ -275,7 +277,7 @@ def _build(job: Job, doc: source.Document, opts: dict, images: list[Path], html:
         opts["theme"], node_modules, job.cache_root / "theme",
         lambda bad: emit(f"  compiled theme {job.shown(bad)} is damaged (its content does not "
                          "match the checksum in its name); compiling the theme again"),
-        doc.warnings)
+        doc.warnings, opts)
     job.progress.step("theme", t, "cached" if cached else "compiled")
     doc.warnings += strict.check_classes(doc, css.read_text(encoding="utf-8"))
     _emit_warnings(emit, doc.warnings)
@@ -293,10 +295,11 @@ def _build(job: Job, doc: source.Document, opts: dict, images: list[Path], html:
         result.up_to_date = True
         return result
     layout = _layout(job, md, css, opts, node_modules, html, images)
-    failed = _write_outputs(job, md, layout, opts, html, pdf)
+    pandoc_warnings: list[DeckWarning] = []
+    failed = _write_outputs(job, md, layout, opts, html, pdf, pandoc_warnings)
     files.write_atomic(_stamp_path(job), json.dumps({"fingerprint": fingerprint}))
     emit(f"  wrote {', '.join(job.shown(p) for p in ([html] if settings.html_only else [html, pdf]))}")
-    _after_pandoc(job, doc, opts, html, failed, result)
+    _after_pandoc(job, doc, opts, html, failed, result, pandoc_warnings)
     job.progress.total()
     return result
 
@@ -307,11 +310,12 @@ def _emit_warnings(emit: Callable[[str], None], warnings: list) -> None:
 
 
 def _after_pandoc(job: Job, doc: source.Document, opts: dict, html: Path, failed: list[str],
-                  result: BuildResult) -> None:
+                  result: BuildResult, pandoc_warnings: list | None = None) -> None:
     """The warnings only the written HTML can tell: remote files kept as links, where the
     maths comes from, and what else pandoc could not fetch."""
     text = html.read_text(encoding="utf-8")
-    later = remote_warnings(doc, opts, text) + mathmethod.warnings(opts, text, job.path)
+    later = [*(pandoc_warnings or []), *remote_warnings(doc, opts, text),
+             *mathmethod.warnings(opts, text, job.path)]
     remote = {url for url, _, _ in doc.remote}
     later += [DeckWarning(f"pandoc could not fetch {ref}: its link is kept (a missing file, "
                           "or no network)", job.path)

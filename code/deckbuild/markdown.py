@@ -15,13 +15,10 @@ from pathlib import Path
 
 import yaml
 
-from . import schema
+from . import partials, titleblock
 from .cells import coalesce_streams, effective_cell_options, output_text, strip_ansi
 from .errors import DeckWarning
 from .source import Cell, Document, Markdown
-
-# metadata that pandoc's template needs; reveal options travel separately as JSON
-META_KEYS = schema.names_with_role("meta")
 
 
 def _fence_for(text: str, minimum: int = 3) -> str:
@@ -184,7 +181,9 @@ def write_markdown(doc: Document, outputs: list[list], doc_opts: dict, work_dir:
     if files_dir.exists():
         for old in files_dir.iterdir():
             old.unlink()
-    meta = {k: doc_opts[k] for k in META_KEYS if k in doc_opts}
+    # the title slide's metadata, as Quarto normalises it (authors, date, toc-title)
+    meta = titleblock.pandoc_meta(doc_opts, doc.path, doc.warnings,
+                                  tuple(sorted(partials.variables(doc_opts))))
     chunks = ["---\n" + yaml.safe_dump(meta, allow_unicode=True, sort_keys=False) + "---"]
     where: list[tuple[Path, int]] = [(doc.path, 1)] * (chunks[0].count("\n") + 1)
     cell_iter = iter(outputs)

@@ -101,10 +101,31 @@ class Options(dict):
         return self.origins.get(key, (None, None))
 
 
-def _as_format(src: Source) -> tuple[dict, list[str]]:
+# camelCase spellings of reveal.js options and Quarto's aliases, with the name they stand for
+OTHER_NAMES = {**{schema.camel(n): n for n in REVEAL_CONFIG_KEYS if schema.camel(n) != n},
+               **schema.ALIASES}
+
+
+def _canonical(data: dict, spelled: dict) -> dict:
+    """``data`` with every key under the name deckbuild knows it by (``slideNumber`` is
+    ``slide-number``, as Quarto reads it); a later spelling wins over an earlier one, as
+    in Quarto. ``spelled`` receives the name as written for each renamed key."""
+    out: dict = {}
+    for key, value in data.items():
+        name = OTHER_NAMES.get(key, key)
+        out.pop(name, None)
+        out[name] = value
+        if name != key:
+            spelled[name] = key
+    return out
+
+
+def _as_format(src: Source, spelled: dict | None = None) -> tuple[dict, list[str]]:
     """One level's options for revealjs (top-level keys, then `format: revealjs:` over
-    them) and the names of the other formats the level lists."""
-    data = dict(src.data)
+    them) and the names of the other formats the level lists. ``spelled``: see
+    ``_canonical``."""
+    spelled = {} if spelled is None else spelled
+    data = _canonical(dict(src.data), spelled)
     fmt = data.pop("format", None)
     execute = data.pop("execute", None)
     level: dict = {}
@@ -116,7 +137,7 @@ def _as_format(src: Source) -> tuple[dict, list[str]]:
         others = [str(name) for name in fmt if name != "revealjs"]
         reveal = fmt.get("revealjs")
         if isinstance(reveal, dict):
-            reveal = dict(reveal)
+            reveal = _canonical(dict(reveal), spelled)
             rexec = reveal.pop("execute", None)
             if isinstance(rexec, dict):
                 level = merge(level, rexec)
@@ -138,8 +159,8 @@ def _resolve_paths(level: dict, src: Source) -> dict:
             if not isinstance(value, str):
                 raise DeckError(f"option '{key}' must be a path, got {value!r}", src.file,
                                 src.line_of(key))
-            if key == "logo" and _is_url(value):
-                resolved.append(value)      # a remote logo stays a link
+            if key in ("logo", "csl") and _is_url(value):
+                resolved.append(value)      # a remote logo stays a link; pandoc fetches a csl
                 continue
             path = (base / value).resolve()
             # a file of that name first, then a built-in theme (as Quarto looks them up)
@@ -265,11 +286,12 @@ def resolve_options(project: Project | None, doc_file: Path, front: Source) -> O
     origins, others = {}, []
     # `theme` replaces rather than extends the default theme list
     for src in levels:
-        level, formats = _as_format(src)
+        spelled: dict = {}
+        level, formats = _as_format(src, spelled)
         if "theme" in level:
             merged["theme"] = []
         merged = merge(merged, level)
-        origins.update({key: (src.file, src.line_of(f"{key}:")) for key in level})
+        origins.update({key: (src.file, src.line_of(f"{spelled.get(key, key)}:")) for key in level})
         others += [(name, src.file, src.line_of(f"{name}:")) for name in formats]
     opts = Options(merged)
     opts.origins, opts.other_formats = origins, others
@@ -277,11 +299,17 @@ def resolve_options(project: Project | None, doc_file: Path, front: Source) -> O
 
 
 def reveal_config(opts: dict) -> dict:
-    """The reveal.js `Reveal.initialize` configuration (camelCase) from merged options."""
-    out = {}
-    for key in REVEAL_CONFIG_KEYS:
-        if key in opts:
-            out[re.sub(r"-([a-z])", lambda m: m.group(1).upper(), key)] = opts[key]
+    """The reveal.js `Reveal.initialize` configuration (camelCase) from merged options,
+    as Quarto's revealjs format writes it (src/format/reveal/format-reveal.ts): navigation
+    mode `vertical` is reveal.js's `default`, `slide-number: true` counts the slides (c/t)
+    unless vertical slides are navigable (h.v), and `preview-links: auto` opens no
+    preview (Quarto opens one only in fullscreen, which deckbuild does not implement)."""
+    out = {schema.camel(key): opts[key] for key in REVEAL_CONFIG_KEYS if opts.get(key) is not None}
+    if out.get("previewLinks") == "auto":    # Quarto previews those links in fullscreen only
+        out["previewLinks"] = False
+    if out.get("navigationMode") == "vertical":
+        out["navigationMode"] = "default"
     if out.get("slideNumber") is True:
-        out["slideNumber"] = "c/t"
+        vertical = out.get("navigationMode") in ("default", "grid")
+        out["slideNumber"] = "h.v" if vertical else "c/t"
     return out

@@ -16,14 +16,16 @@ import re
 import subprocess
 from pathlib import Path
 
-from . import mathmethod, rawhtml
-from .errors import DeckError
+from . import mathmethod, partials, rawhtml
+from .errors import DeckError, DeckWarning
 from .libs import Layout
 from .options import reveal_config
 from .resources import FILTERS, RESOURCES, TEMPLATE, read_resource
 
 LUA_FILTERS = ["callouts.lua", "tabsets.lua", "annotations.lua", "layout.lua", "figures.lua", "cells.lua", "project-paths.lua"]
 FETCH_RE = re.compile(r"Could not fetch resource (.+?)(?:: |$)")
+# citeproc's warning for a citation whose key no bibliography holds (Quarto warns too)
+CITEPROC_MISSING_RE = re.compile(r"Citeproc: citation (\S+) not found")
 # Quarto's default highlight style for light themes (arrow): the token colours measured in
 # the corpus decks' quarto-syntax-highlighting CSS, as a pandoc theme of our own
 HIGHLIGHT_THEME = RESOURCES / "highlight" / "light.theme"
@@ -57,8 +59,12 @@ def init_script(opts: dict) -> str:
     # Quarto's page defaults, applied by defaults.js before reveal.js starts
     config["deckbuild"] = {"autoStretch": opts.get("auto-stretch", True),
                            "centerTitleSlide": opts.get("center-title-slide", True),
-                           "codeCopy": opts.get("code-copy", "hover")}
-    helpers = "\n".join(read_resource(name) for name in ("deckbuild.js", "defaults.js", "menu.js"))
+                           "codeCopy": opts.get("code-copy", "hover"),
+                           # footnotes at each slide's foot unless reference-location: document
+                           "slideFootnotes": opts.get("reference-location") != "document",
+                           "slideLevel": opts["slide-level"]}
+    helpers = "\n".join(read_resource(name)
+                        for name in ("deckbuild.js", "notes.js", "defaults.js", "menu.js"))
     plugins = PLUGINS + (["RevealMath"] if "math" in config else [])
     config_json = json.dumps(config, indent=1).replace("</", "<\\/")
     return (f"<script>\n{helpers}\n</script>\n<script>\n"
@@ -71,13 +77,14 @@ def init_script(opts: dict) -> str:
 
 
 def pandoc_args(md: Path, out: Path, layout: Layout, opts: dict, src_dir: Path,
-                init: Path, project_offset: str = ".") -> list[str]:
+                init: Path, project_offset: str = ".", template: Path = TEMPLATE) -> list[str]:
     """The pandoc command line for one deck. ``project_offset``: the project root seen
-    from the document's folder (paths starting with ``/`` are resolved against it)."""
+    from the document's folder (paths starting with ``/`` are resolved against it);
+    ``template``: the template, beside its partials (partials.py)."""
     args = [
         pandoc_path(), str(md), "-f", "markdown+emoji", "-t", "revealjs", "--standalone",
         *(["--embed-resources"] if layout.embed else []),
-        "--template", str(TEMPLATE),
+        "--template", str(template),
         *mathmethod.pandoc_args(mathmethod.math_method(opts), layout.katex),
         highlight_option(), str(HIGHLIGHT_THEME),
         "--slide-level", str(opts["slide-level"]),
@@ -93,10 +100,13 @@ def pandoc_args(md: Path, out: Path, layout: Layout, opts: dict, src_dir: Path,
     ]
     for name in LUA_FILTERS:
         args += ["--lua-filter", str(FILTERS / name)]
+    args += citation_args(opts)    # after our filters: they resolve @fig- references first
     for sheet in layout.css:
         args += ["-c", sheet]
     if opts["incremental"]:
         args.append("--incremental")
+    if opts.get("toc"):     # the TOC slide after the title slide (toc-slide.html)
+        args += ["--toc", f"--toc-depth={int(opts.get('toc-depth') or 3)}"]
     for name in ("smaller", "scrollable"):   # document-wide: a class on the .reveal element
         if opts[name]:
             args += ["-V", f"deckbuild-{name}=true"]
@@ -107,6 +117,20 @@ def pandoc_args(md: Path, out: Path, layout: Layout, opts: dict, src_dir: Path,
     return args
 
 
+def citation_args(opts: dict) -> list[str]:
+    """pandoc's citeproc when the document names a bibliography, with its CSL style and
+    citations linked to the references (Quarto's revealjs default, link-citations: true)."""
+    bibliography = opts.get("bibliography")
+    if not bibliography:
+        return []
+    args = ["--lua-filter", str(FILTERS / "citations.lua"), "--citeproc"]
+    for path in bibliography if isinstance(bibliography, list) else [bibliography]:
+        args += ["--bibliography", str(path)]
+    if opts.get("csl"):
+        args += ["--csl", str(opts["csl"])]
+    return args + ["-M", f"link-citations={str(opts.get('link-citations', True)).lower()}"]
+
+
 def _math_plugin(layout: Layout, opts: dict) -> str:
     """reveal.js's math plugin, which loads MathJax (only for html-math-method: mathjax)."""
     if mathmethod.math_method(opts).method != "mathjax":
@@ -115,10 +139,12 @@ def _math_plugin(layout: Layout, opts: dict) -> str:
 
 
 def run_pandoc(md: Path, out: Path, layout: Layout, opts: dict, src_dir: Path,
-               work_dir: Path, origins: list | None = None, project_offset: str = ".") -> list[str]:
+               work_dir: Path, origins: list | None = None, project_offset: str = ".",
+               warnings: list | None = None) -> list[str]:
     """Run pandoc; an error names the .qmd file and line that the markdown line it reports
     came from (``origins``: (file, line) of each line of ``md``). Returns the resources
-    pandoc could not fetch (it keeps their links)."""
+    pandoc could not fetch (it keeps their links); a citation no bibliography holds is a
+    warning in ``warnings`` (citeproc prints it as key?, as under Quarto)."""
     init = work_dir / "init.html"
     init.write_text(_math_plugin(layout, opts) + init_script(opts))
     # large self-contained raw HTML blocks skip pandoc (rawhtml.py); its input keeps md's lines
@@ -126,11 +152,15 @@ def run_pandoc(md: Path, out: Path, layout: Layout, opts: dict, src_dir: Path,
     if stashed:
         md = md.with_name(f"{md.stem}.pandoc.md")
         md.write_text(source, encoding="utf-8")
-    args = pandoc_args(md, out, layout, opts, src_dir, init, project_offset)
+    template = partials.prepare(opts, work_dir)
+    args = pandoc_args(md, out, layout, opts, src_dir, init, project_offset, template)
     proc = subprocess.run(args, cwd=src_dir, capture_output=True, text=True)
     fetch_failures = [m.group(1) for m in FETCH_RE.finditer(proc.stderr)]
     problems = [l for l in proc.stderr.splitlines()
-                if re.search(r"Could not (find|load)|not found|ERROR", l) and not FETCH_RE.search(l)]
+                if re.search(r"Could not (find|load)|not found|ERROR", l)
+                and not FETCH_RE.search(l) and not CITEPROC_MISSING_RE.search(l)]
+    if warnings is not None:
+        warnings += missing_citations(proc.stderr, md, origins or [])
     if proc.returncode != 0 or problems:
         text, where = to_source(proc.stderr.strip(), md, origins or [])
         lines = [l for l in text.splitlines() if l.strip()]
@@ -141,6 +171,19 @@ def run_pandoc(md: Path, out: Path, layout: Layout, opts: dict, src_dir: Path,
     if stashed:
         out.write_text(rawhtml.restore(out.read_text(encoding="utf-8"), stashed), encoding="utf-8")
     return fetch_failures
+
+
+def missing_citations(stderr: str, md: Path, origins: list) -> list[DeckWarning]:
+    """One warning per citation key citeproc found in no bibliography, at the .qmd line of
+    its first use."""
+    out = []
+    lines = md.read_text(encoding="utf-8").splitlines()
+    for key in dict.fromkeys(CITEPROC_MISSING_RE.findall(stderr)):
+        at = next((i for i, l in enumerate(lines) if re.search(rf"@{re.escape(key)}\b", l)), None)
+        place = (origins[at] if at is not None and at < len(origins) else None) or (md, None)
+        out.append(DeckWarning(f"citation @{key} is in no bibliography: citeproc prints it as "
+                               f"'{key}?' (Quarto warns too)", *place))
+    return out
 
 
 # Where pandoc's messages point into a file: `at "x.md" (line 3, column 1)` (errors) or

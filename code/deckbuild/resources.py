@@ -1,6 +1,6 @@
 """Where deckbuild finds the files it uses: its own resources (template, Lua filters,
-browser scripts, base theme) and the npm packages (reveal.js, KaTeX, dart-sass, Source Sans
-Pro from @fontsource/source-sans-pro).
+browser scripts, base theme) and the npm packages (reveal.js, with the fonts Quarto's themes
+load, KaTeX, dart-sass).
 
 npm packages are looked up in a ``node_modules/`` folder: the one named by the
 ``DECKBUILD_NODE_MODULES`` environment variable, else the nearest one holding the

@@ -116,7 +116,27 @@ DOCUMENT_OPTIONS: dict[str, Option] = {
     "pagetitle": Option(STRING, None, "meta"),
     "footer": Option(STRING, None, "meta"),
     "menu": Option(BOOL | MAPPING, True),   # the slide menu's button (M works either way)
+    # fonts: theme variables, as Quarto sets them (theme.option_variables)
+    "mainfont": Option(STRING),
+    "monofont": Option(STRING),
+    # citations (pandoc --citeproc) and footnotes (resources/notes.js); citation-location
+    # has no effect on revealjs in Quarto (its margin citations are for html and pdf)
+    "bibliography": Option(STRINGS),
+    "csl": Option(STRING),
+    "nocite": Option(ANY, None, "meta"),
+    "link-citations": Option(BOOL, True),
+    "citation-location": Option(one_of("document", "margin")),
+    "reference-location": Option(one_of("document", "section", "block", "margin")),
     "title-slide-attributes": Option(MAPPING, None, "meta"),
+    # the title slide and the TOC slide (titleblock.py, partials.py, dates.py)
+    "authors": Option(ANY),                 # Quarto prefers it to `author`
+    "affiliations": Option(ANY),            # what `affiliations: [{ref: id}]` points at
+    "date-format": Option(STRING),          # unset: iso (YYYY-MM-DD)
+    "title-slide-style": Option(one_of("default", "pandoc"), "default"),
+    "template-partials": Option(STRINGS),   # title-slide.html / toc-slide.html of the deck's own
+    "toc": Option(BOOL, False),
+    "toc-depth": Option(POSITIVE, 3),
+    "toc-title": Option(STRING, None, "meta"),
     # Quarto's revealjs page defaults, applied in the browser by resources/defaults.js
     "auto-stretch": Option(BOOL, True),
     "center-title-slide": Option(BOOL, True),
@@ -153,7 +173,7 @@ DOCUMENT_OPTIONS: dict[str, Option] = {
     "rtl": Option(BOOL, False, "reveal"),
     "shuffle": Option(BOOL, False, "reveal"),
     "fragments": Option(BOOL, True, "reveal"),
-    "fragment-in-url": Option(BOOL, True, "reveal"),
+    "fragment-in-url": Option(BOOL, False, "reveal"),
     "help": Option(BOOL, True, "reveal"),
     "pause": Option(BOOL, True, "reveal"),
     "show-notes": Option(BOOL | one_of("separate-page"), False, "reveal"),
@@ -168,7 +188,30 @@ DOCUMENT_OPTIONS: dict[str, Option] = {
     "pdf-page-height-offset": Option(NUMBER, -1, "reveal"),
     "hide-inactive-cursor": Option(BOOL, True, "reveal"),
     "hide-cursor-time": Option(NUMBER, 5000, "reveal"),
+    # passed on as they are (no default: reveal.js's own, which Quarto keeps)
+    "auto-animate": Option(BOOL, None, "reveal"),
+    "auto-animate-easing": Option(STRING, None, "reveal"),
+    "auto-animate-duration": Option(NUMBER, None, "reveal"),
+    "auto-animate-unmatched": Option(BOOL, None, "reveal"),
+    "auto-animate-styles": Option(STRINGS, None, "reveal"),
+    "default-timing": Option(NUMBER, None, "reveal"),
+    "disable-layout": Option(BOOL, None, "reveal"),
+    "display": Option(STRING, None, "reveal"),
+    "embedded": Option(BOOL, None, "reveal"),
+    "jump-to-slide": Option(BOOL, None, "reveal"),
+    "mobile-view-distance": Option(NUMBER, None, "reveal"),
+    "preload-iframes": Option(one_of(None, True, False), None, "reveal"),
+    "respond-to-hash-changes": Option(BOOL, None, "reveal"),
 }
+
+# camelCase spellings Quarto reads as reveal.js options (its template's variables: a
+# document may write `slideNumber: true` for `slide-number: true`); reveal.js spells
+# fragment-in-url fragmentInURL (src/format/reveal/metadata.ts)
+CAMEL_EXCEPTIONS = {"fragment-in-url": "fragmentInURL"}
+
+
+def camel(name: str) -> str:
+    return CAMEL_EXCEPTIONS.get(name) or re.sub(r"-([a-z])", lambda m: m.group(1).upper(), name)
 
 # Quarto's built-in shortcodes (https://quarto.org/docs/authoring/shortcodes.html); only
 # include is implemented here.
@@ -185,7 +228,7 @@ IMPLEMENTED_CLASSES = frozenset({
     "cell", "cell-output", "cell-output-stdout", "cell-output-stderr", "cell-output-display",
     "cell-output-error", "callout", "callout-note", "callout-tip", "callout-warning",
     "callout-important", "callout-caution", "columns", "column", "notes", "smaller",
-    "scrollable", "center",
+    "scrollable", "center", "aside",
     # reveal.js: fragments and layout helpers
     "fragment", "fade-in", "fade-out", "fade-up", "fade-down", "fade-left", "fade-right",
     "fade-in-then-out", "fade-in-then-semi-out", "semi-fade-out", "current-visible", "grow",
@@ -198,12 +241,14 @@ IMPLEMENTED_CLASSES = frozenset({
 })
 # Quarto features deckbuild does not implement, even where a theme happens to style the name.
 UNIMPLEMENTED_CLASSES = frozenset({
-    "panel-tabset", "aside", "absolute", "footer", "content-visible", "content-hidden",
+    "panel-tabset", "absolute", "footer", "content-visible", "content-hidden",
     "column-page", "column-screen", "column-margin",
 })
 
 # Options that hold paths, resolved against the file that declares them.
-PATH_OPTIONS = ("logo", "css", "theme")
+PATH_OPTIONS = ("logo", "css", "theme", "template-partials", "bibliography", "csl")
+# Quarto's other names for options
+ALIASES = {"table-of-contents": "toc"}
 # Quarto's built-in revealjs themes (resources/theme/builtin/; "default" is the base
 # theme), with reveal.js's names white and black for default and dark
 BUILTIN_THEMES = {"default", "dark", "beige", "blood", "dracula", "league", "moon", "night",

@@ -18,7 +18,7 @@ import re
 import subprocess
 from pathlib import Path
 
-from . import mathmethod, schema
+from . import mathmethod, partials, schema
 from .errors import DeckError, DeckWarning
 from .options import Options
 from .blocks import Scanner
@@ -39,9 +39,12 @@ def _where(opts: Options, key: str, doc_path: Path) -> tuple[Path, int | None]:
 
 def check_options(opts: Options, doc_path: Path) -> list[DeckWarning]:
     """Errors for values Quarto rejects; warnings for options deckbuild ignores."""
-    warnings = _rmarkdown_output(opts, doc_path)
+    warnings = _rmarkdown_output(opts, doc_path) + partials.check(opts)
+    printed = partials.variables(opts)     # front-matter keys a deck's own partial prints
     for key, value in opts.items():
         spec = schema.DOCUMENT_OPTIONS.get(key)
+        if spec is None and key in printed:
+            continue
         if spec is None:
             warnings.append(DeckWarning(f"option '{key}' is not implemented by deckbuild and "
                                         "is ignored", *_where(opts, key, doc_path)))

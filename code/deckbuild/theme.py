@@ -6,6 +6,8 @@ user uses and functions, user defaults (later files first, so they win over earl
 ones), deckbuild's base defaults, user mixins, deckbuild's base rules, user rules (in
 order). A built-in theme name (``serif``, ``dark``...) is a user layer of our own
 (``resources/theme/builtin/``) at its place in the list, as Quarto layers its themes.
+The options Quarto turns into theme variables (``mainfont``, ``monofont``) are the first
+user layer, as in Quarto (so any theme file's value wins over them).
 The compiled CSS is cached by a hash of the assembled source; its file name also holds
 the hash of its content, checked on every read (a damaged file is compiled again).
 """
@@ -32,8 +34,6 @@ NEAR_MARKER_RE = re.compile(r"^\s*/\*\s*-*\s*scss\s*:\s*\w+\s*-*\s*\*/\s*$", re.
 SECTIONS = ("uses", "functions", "defaults", "mixins", "rules")
 # Quarto's aliases for reveal.js theme names (src/format/reveal/format-reveal-theme.ts)
 THEME_ALIASES = {"white": "default", "black": "dark"}
-# the base layer's rules: reveal.js's theme and Quarto's chrome, then the slide body's layout
-BASE_RULES = ("_rules.scss", "_layout.scss")
 
 
 @dataclass
@@ -74,17 +74,26 @@ def split_layers(path: Path, warnings: list | None = None) -> dict[str, list[Pie
     return layers
 
 
+# deckbuild's base rules, in order: the theme's rules, the slide body's layout (figures,
+# panels, tables, callouts), then asides, footnotes, references
+BASE_RULES = ("_rules.scss", "_layout.scss", "_notes.scss")
+
+
 def builtin_theme(name: str) -> Path | None:
     """The file of a built-in theme (None for ``default``, which is the base layer)."""
     name = THEME_ALIASES.get(name, name)
     return None if name == "default" else BUILTIN_THEMES_DIR / f"{name}.scss"
 
 
-def assemble(themes: list[str], warnings: list | None = None) -> list[Piece]:
+def assemble(themes: list[str], warnings: list | None = None,
+             variables: Piece | None = None) -> list[Piece]:
     """The theme's pieces in Quarto's order (src/core/sass.ts, compileSass): every layer's
     uses and functions, the user defaults (later themes first, so they win), the base
     defaults, user mixins, base rules (BASE_RULES, in order), user rules. A built-in theme
-    is a user layer at its place in the list, as in Quarto."""
+    is a user layer at its place in the list, as in Quarto. ``variables``
+    (:func:`option_variables`) is the first user layer, as Quarto places the variables it
+    takes from the document's options: its defaults come after every theme file's, so a
+    theme file's value wins over them."""
     files = [Path(t) if Path(t).is_absolute() else builtin_theme(t) for t in themes]
     user = [split_layers(f, warnings) for f in files if f is not None]
     base = THEME
@@ -94,6 +103,8 @@ def assemble(themes: list[str], warnings: list | None = None) -> list[Piece]:
             pieces += layers[section]
     for layers in reversed(user):
         pieces += layers["defaults"]
+    if variables is not None:
+        pieces.append(variables)
     pieces.append(Piece((base / "_defaults.scss").read_text(), base / "_defaults.scss", 1))
     for layers in user:
         pieces += layers["mixins"]
@@ -104,13 +115,46 @@ def assemble(themes: list[str], warnings: list | None = None) -> list[Piece]:
     return pieces
 
 
-FONT_PACKAGE = "@fontsource/source-sans-pro"
+# The fonts Quarto's themes load come with reveal.js (dist/theme/fonts): Source Sans Pro
+# for every theme, League Gothic for beige, league, moon and solarized.
+FONT_PACKAGE = "reveal.js"
+FONT_FOLDER = ("dist", "theme", "fonts")
+
+
+# Document options Quarto turns into theme variables (src/format/reveal/format-reveal-theme.ts,
+# pandocVariablesToRevealDefaults): option -> (variable, whether its value is a font list)
+OPTION_VARIABLES = {
+    "mainfont": ("font-family-sans-serif", True),
+    "monofont": ("font-family-monospace", True),
+}
+
+
+def css_font_list(value: str) -> str:
+    """A font option as CSS names it, as Quarto's asCssFont: the comma-separated names
+    trimmed, empty ones dropped, a name holding a space quoted unless already quoted."""
+    names = [name.strip() for name in str(value).split(",")]
+    return ", ".join(f'"{n}"' if " " in n and not n.startswith(("'", '"')) else n
+                     for n in names if n)
+
+
+def option_variables(opts: dict) -> Piece | None:
+    """The theme variables the document's options set (``mainfont: CMU Bright`` sets
+    ``$font-family-sans-serif: "CMU Bright" !default``, with no fallback font, as in
+    Quarto); None when it sets none."""
+    lines = []
+    for option, (variable, font) in OPTION_VARIABLES.items():
+        value = opts.get(option)
+        if value not in (None, "", False):
+            lines.append(f"${variable}: {css_font_list(value) if font else value} !default;")
+    if not lines:
+        return None
+    return Piece("// the document's options\n" + "\n".join(lines), THEME / "_defaults.scss", 1)
 
 
 def font_piece(node_modules: Path) -> Piece:
-    """``$deckbuild-font-files``: the folder of Source Sans Pro's woff2 files, which the base
-    rules' @font-face point at (pandoc's --embed-resources then inlines them)."""
-    files = node_package(node_modules, FONT_PACKAGE) / "files"
+    """``$deckbuild-font-files``: reveal.js's fonts folder, which the @font-face rules of the
+    base rules and the built-in themes point at (pandoc's --embed-resources inlines them)."""
+    files = node_package(node_modules, FONT_PACKAGE).joinpath(*FONT_FOLDER)
     value = files.resolve().as_posix().replace('"', '\\"')
     return Piece(f'$deckbuild-font-files: "{value}";', THEME / "_defaults.scss", 1)
 
@@ -124,11 +168,13 @@ def sass_command(node_modules: Path) -> list[str]:
 
 def compile_theme(themes: list[str], node_modules: Path, cache_dir: Path,
                   damaged: Callable[[Path], None] | None = None,
-                  warnings: list | None = None) -> tuple[Path, bool]:
+                  warnings: list | None = None, opts: dict | None = None) -> tuple[Path, bool]:
     """Return (path of the compiled CSS, whether it came from the cache). A cached CSS
     that is not what was written is passed to ``damaged`` and compiled again; warnings
-    about the theme files go to ``warnings``."""
-    pieces = [font_piece(node_modules), *assemble(themes, warnings)]
+    about the theme files go to ``warnings``; ``opts``: the document's options, for the
+    theme variables some of them set (:func:`option_variables`)."""
+    variables = option_variables(opts or {})
+    pieces = [font_piece(node_modules), *assemble(themes, warnings, variables)]
     text_parts, origin = [], []   # origin[i] = (piece, first line of piece in assembled file)
     line = 1
     for piece in pieces:

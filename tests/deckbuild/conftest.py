@@ -26,7 +26,7 @@ from deck_helpers import REPO, Preview, copy_deck
 HERE = Path(__file__).parent
 PYTHON_PACKAGES = ("yaml", "nbclient", "nbformat", "ipykernel", "jupyter_client", "pypandoc",
                    "playwright", "pypdf")
-NPM_PACKAGES = ("reveal.js", "katex", "sass", "@fontsource/source-sans-pro")
+NPM_PACKAGES = ("reveal.js", "katex", "sass")
 CHROMIUM = Path(os.environ.get("DECKBUILD_CHROMIUM", "/usr/bin/chromium"))
 HOW_TO_RUN = ("run `make test` (it installs them), or `pip install -e \".[test,deck]\"`, "
               "`npm ci` and `apt-get install chromium`, then `pytest -m deck`")

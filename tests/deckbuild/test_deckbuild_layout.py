@@ -1,8 +1,8 @@
 """The layout of slide bodies as Quarto lays them out (fidelity round 2, part C): figures,
-positioned images, layout panels, tables, code blocks with a file name or line-highlight
-steps, tabsets, callout options, asides. Each test names the quarto-cli source (read at
-main) that gives the markup or the rule. One small deck is written and built once (HTML
-only); the browser tests look at it in headless Chromium at the slide's own size.
+positioned images, layout panels, tables, code blocks with a file name, line-highlight
+steps or annotations, tabsets, callout options. Each test names the quarto-cli source
+(read at main) that gives the markup or the rule. One small deck is written and built once
+(HTML only); the browser tests look at it in headless Chromium at the slide's own size.
 """
 
 import pytest
@@ -121,14 +121,6 @@ In beta.
 ::: {.callout-note}
 ## Plain
 Simple and without icon, from the document's options.
-:::
-
-## Aside
-
-Text.
-
-::: {.aside}
-A note at the foot.
 :::
 
 ## Last
@@ -362,14 +354,6 @@ def test_a_figure_keeps_quartos_margins(page):
         return [getComputedStyle(d).marginBottom, getComputedStyle(d.querySelector('figure > p')).marginTop,
                 getComputedStyle(d).fontSize]; }""")
     assert margins[0] == margins[2] and margins[1] == "0px"
-
-
-def test_an_aside_sits_at_the_foot_of_the_slide(page):
-    """.aside: absolute, 20px above the slide's bottom, at 0.7em (revealjs/quarto.scss)."""
-    go(page, "Aside")
-    style = page.evaluate("""() => { const a = Reveal.getCurrentSlide().querySelector('div.aside');
-        const s = getComputedStyle(a); return [s.position, s.bottom]; }""")
-    assert style == ["absolute", "20px"]
 
 
 def test_the_last_slides_image_is_not_stretched_when_there_is_a_logo(page):

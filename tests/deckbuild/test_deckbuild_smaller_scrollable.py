@@ -23,9 +23,11 @@ format:
     self-contained-math: true
 {extra}"""
 
+# the title slide's first paragraph is its date (Quarto's title block puts authors in divs)
 DECK = """---
 title: "Sizes"
 author: "A. Author"
+date: 2024-01-02
 {front}---
 
 Words on the title slide's neighbour.
@@ -115,7 +117,7 @@ def test_smaller_shrinks_the_text_of_every_slide_and_keeps_titles(measured):
     plain, both = measured["plain"], measured["both"]
     assert [s["id"] for s in both] == [s["id"] for s in plain]
     kinds = " ".join(s["classes"] for s in both)
-    assert len(both) == 7 and "deck-title-slide" in kinds and "level1" in kinds
+    assert len(both) == 7 and "quarto-title-block" in kinds and "level1" in kinds
     assert "output-location-slide" in kinds
     for p, s in zip(plain, both):
         assert p["text"] and s["text"], s

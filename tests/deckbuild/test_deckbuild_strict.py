@@ -92,13 +92,14 @@ def test_another_valid_format_is_a_warning(tmp_path):
 
 
 def test_warnings_are_printed_by_the_command_line(tmp_path):
-    """Warnings read like Quarto's validation messages: file:line first. `toc` is a Quarto
-    revealjs option (src/resources/schema/document-toc.yml) deckbuild does not implement."""
+    """Warnings read like Quarto's validation messages: file:line first. `chalkboard` is a
+    Quarto revealjs option (src/resources/schema/document-reveal-tools.yml) deckbuild does
+    not implement."""
     doc = tmp_path / "d.qmd"
-    doc.write_text(f"---\n{MATH}toc: true\n---\n\n## S\n\n[x]{{.nowhere}}\n")
+    doc.write_text(f"---\n{MATH}chalkboard: true\n---\n\n## S\n\n[x]{{.nowhere}}\n")
     proc = run_cli("render", str(doc), "--html-only")
     assert proc.returncode == 0, proc.stderr
-    assert f"{doc}:5: warning: option 'toc' is not implemented by deckbuild" in proc.stderr
+    assert f"{doc}:5: warning: option 'chalkboard' is not implemented by deckbuild" in proc.stderr
     assert f"{doc}:10: warning: class '.nowhere' is not implemented" in proc.stderr
 
 

@@ -102,5 +102,11 @@
     Reveal.on("fragmenthidden", event => event.fragments.forEach(f => {
       if (f.matches("pre > code")) scrollToHighlight(f.previousElementSibling);
     }));
+    // reveal.js places centred slides when it starts, possibly before the theme's fonts
+    // have loaded (a fallback font's line boxes differ): place them again once they have,
+    // so they sit where Quarto's do
+    Reveal.on("ready", () => {
+      if (document.fonts) document.fonts.ready.then(() => Reveal.layout());
+    });
   };
 })();

@@ -2,7 +2,8 @@
 // on the DOM by window.deckbuildPrepare(config) just before Reveal.initialize(config).
 // The rules follow Quarto's documented behaviour and its HTML postprocessor (quarto-cli
 // src/format/reveal/format-reveal.ts: applyStretch, handleCenteredSlides; the support
-// plugin's controlsAuto and its white-space fix for columns); the code is our own.
+// plugin's controlsAuto and its white-space fix for columns, handleUntitledSlidesInToc);
+// the code is our own.
 //   config.deckbuild.autoStretch      auto-stretch (default true)
 //   config.deckbuild.centerTitleSlide center-title-slide (default true)
 //   config.deckbuild.codeCopy         code-copy: "hover" (default), true, false
@@ -145,6 +146,13 @@
     });
   }
 
+  // the TOC slide lists no untitled slide (an empty entry is dropped, as Quarto does)
+  function dropUntitledTocEntries() {
+    document.querySelectorAll('nav[role="doc-toc"] ul > li').forEach(li => {
+      if (li.textContent.trim() === "") li.remove();
+    });
+  }
+
   // -- code copy ------------------------------------------------------------------------
   function copyText(text) {
     if (navigator.clipboard && window.isSecureContext) {
@@ -187,8 +195,10 @@
   window.deckbuildPrepare = function (config) {
     const own = config.deckbuild || {};
     dropColumnWhiteSpace();
+    dropUntitledTocEntries();
     setupTabsets();
     centerSlides(config, own.centerTitleSlide !== false);
+    if (window.deckbuildNotes) window.deckbuildNotes(config);   // asides, footnotes (notes.js)
     const all = slides();
     all.forEach(slide => stretchSlide(slide, own.autoStretch !== false, all));
     if (own.codeCopy !== false) addCopyButtons(own.codeCopy === true);
