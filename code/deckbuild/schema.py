@@ -119,6 +119,9 @@ DOCUMENT_OPTIONS: dict[str, Option] = {
     # fonts: theme variables, as Quarto sets them (theme.option_variables)
     "mainfont": Option(STRING),
     "monofont": Option(STRING),
+    # code blocks: theme variables too (their background, the height past which they scroll)
+    "monobackgroundcolor": Option(STRING),
+    "code-block-height": Option(STRING | NUMBER),
     # citations (pandoc --citeproc) and footnotes (resources/notes.js); citation-location
     # has no effect on revealjs in Quarto (its margin citations are for html and pdf)
     "bibliography": Option(STRINGS),

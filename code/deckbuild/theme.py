@@ -126,6 +126,8 @@ FONT_FOLDER = ("dist", "theme", "fonts")
 OPTION_VARIABLES = {
     "mainfont": ("font-family-sans-serif", True),
     "monofont": ("font-family-monospace", True),
+    "monobackgroundcolor": ("code-block-bg", False),
+    "code-block-height": ("code-block-height", False),
 }
 
 

@@ -19,6 +19,8 @@ format:
     logo: pic.svg
     callout-appearance: simple
     callout-icon: false
+    code-block-height: 320px
+    monobackgroundcolor: "#fafaf0"
 """
 SVG = '<svg xmlns="http://www.w3.org/2000/svg" width="300" height="200"><rect width="300" height="200" fill="#48c"/></svg>'
 DECK = """---
@@ -317,6 +319,15 @@ def test_annotation_anchors_precede_their_lines(page):
     assert anchors == [["1", "annotated-cell-1-1", True], ["2", "annotated-cell-1-3", True]]
     dt, dd = boxes(page, "dl.code-annotation-container-grid dt")[0], boxes(page, "dl.code-annotation-container-grid dd")[0]
     assert dd["left"] > dt["right"] and dd["top"] < dt["bottom"]
+
+
+def test_code_block_options_set_the_themes_variables(page):
+    """code-block-height and monobackgroundcolor are theme variables ($code-block-height,
+    $code-block-bg: src/format/reveal/format-reveal-theme.ts, pandocVariablesToRevealDefaults)."""
+    go(page, "Steps")
+    style = page.evaluate("""() => { const pre = Reveal.getCurrentSlide().querySelector('pre.sourceCode');
+        return [getComputedStyle(pre.querySelector('code')).maxHeight, getComputedStyle(pre).backgroundColor]; }""")
+    assert style == ["320px", "rgb(250, 250, 240)"]
 
 
 def test_a_tab_shows_its_pane_only(page):
