@@ -108,7 +108,7 @@ def _read(job: Job) -> tuple[source.Document, dict, list[Path]]:
     warnings = strict.check_options(opts, job.path) + strict.check_formats(opts)
     if opts["slide-level"] != 2:
         doc = source.parse(job.path, job.root, opts["slide-level"])
-    images = source.check_resources(doc)
+    images = source.check_resources(doc) + source.option_resources(str(opts.get("footer") or ""), doc)
     doc.warnings += warnings + strict.check_crossrefs(doc)
     job.progress.step("read", t, f"{len(doc.cells)} cells")
     return doc, opts, images

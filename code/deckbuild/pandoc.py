@@ -22,7 +22,7 @@ from .libs import Layout
 from .options import reveal_config
 from .resources import FILTERS, RESOURCES, TEMPLATE, read_resource
 
-LUA_FILTERS = ["callouts.lua", "figures.lua", "cells.lua", "project-paths.lua"]
+LUA_FILTERS = ["callouts.lua", "tabsets.lua", "annotations.lua", "layout.lua", "figures.lua", "cells.lua", "project-paths.lua"]
 FETCH_RE = re.compile(r"Could not fetch resource (.+?)(?:: |$)")
 # citeproc's warning for a citation whose key no bibliography holds (Quarto warns too)
 CITEPROC_MISSING_RE = re.compile(r"Citeproc: citation (\S+) not found")
@@ -93,6 +93,8 @@ def pandoc_args(md: Path, out: Path, layout: Layout, opts: dict, src_dir: Path,
         "--include-after-body", str(init),
         "-M", f"deckbuild-slide-level={opts['slide-level']}",
         "-M", f"deckbuild-code-line-numbers={str(opts['code-line-numbers']).lower()}",
+        "-M", f"deckbuild-callout-appearance={opts.get('callout-appearance', 'default')}",
+        "-M", f"deckbuild-callout-icon={str(opts.get('callout-icon', True)).lower()}",
         "-M", f"deckbuild-project-offset={project_offset}",
         "-o", str(out),
     ]

@@ -119,6 +119,9 @@ DOCUMENT_OPTIONS: dict[str, Option] = {
     # fonts: theme variables, as Quarto sets them (theme.option_variables)
     "mainfont": Option(STRING),
     "monofont": Option(STRING),
+    # code blocks: theme variables too (their background, the height past which they scroll)
+    "monobackgroundcolor": Option(STRING),
+    "code-block-height": Option(STRING | NUMBER),
     # citations (pandoc --citeproc) and footnotes (resources/notes.js); citation-location
     # has no effect on revealjs in Quarto (its margin citations are for html and pdf)
     "bibliography": Option(STRINGS),
@@ -141,6 +144,8 @@ DOCUMENT_OPTIONS: dict[str, Option] = {
     "auto-stretch": Option(BOOL, True),
     "center-title-slide": Option(BOOL, True),
     "code-copy": Option(BOOL | one_of("hover"), "hover"),
+    "callout-appearance": Option(one_of("default", "simple", "minimal"), "default"),
+    "callout-icon": Option(BOOL, True),
     # reveal.js configuration, as Quarto sets it for revealjs
     "width": Option(NUMBER | STRING, 1050, "reveal"),
     "height": Option(NUMBER | STRING, 700, "reveal"),

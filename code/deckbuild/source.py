@@ -301,6 +301,21 @@ def is_remote(src: str) -> bool:
     return src.startswith(("http:", "https:", "//"))
 
 
+def option_resources(text: str, doc: Document) -> list[Path]:
+    """The local files an option's markdown or raw HTML names (the footer: ``<img src=...>``
+    in it), relative to the document's folder as in the body; missing or remote ones are
+    left to the browser, as Quarto leaves them."""
+    found = []
+    for m in [*IMAGE_RE.finditer(text or ""), *HTML_SRC_RE.finditer(text or "")]:
+        src = m.group("src")
+        if is_remote(src) or re.match(r"^[a-z][a-z0-9+.-]*:", src) or src.startswith("#"):
+            continue
+        path = resource_path(src, doc)
+        if path.exists():
+            found.append(path)
+    return found
+
+
 def check_resources(doc: Document) -> list[Path]:
     """The local images, slide backgrounds and raw-HTML ``src`` files the markdown names,
     which must exist: a missing one is a warning naming the file and line (pandoc leaves

@@ -74,8 +74,9 @@ def split_layers(path: Path, warnings: list | None = None) -> dict[str, list[Pie
     return layers
 
 
-# deckbuild's base rules, in order: the theme's rules, then asides, footnotes, references
-BASE_RULES = ("_rules.scss", "_notes.scss")
+# deckbuild's base rules, in order: the theme's rules, the slide body's layout (figures,
+# panels, tables, callouts), then asides, footnotes, references
+BASE_RULES = ("_rules.scss", "_layout.scss", "_notes.scss")
 
 
 def builtin_theme(name: str) -> Path | None:
@@ -88,10 +89,11 @@ def assemble(themes: list[str], warnings: list | None = None,
              variables: Piece | None = None) -> list[Piece]:
     """The theme's pieces in Quarto's order (src/core/sass.ts, compileSass): every layer's
     uses and functions, the user defaults (later themes first, so they win), the base
-    defaults, user mixins, base rules, user rules. A built-in theme is a user layer at its
-    place in the list, as in Quarto. ``variables`` (:func:`option_variables`) is the first
-    user layer, as Quarto places the variables it takes from the document's options: its
-    defaults come after every theme file's, so a theme file's value wins over them."""
+    defaults, user mixins, base rules (BASE_RULES, in order), user rules. A built-in theme
+    is a user layer at its place in the list, as in Quarto. ``variables``
+    (:func:`option_variables`) is the first user layer, as Quarto places the variables it
+    takes from the document's options: its defaults come after every theme file's, so a
+    theme file's value wins over them."""
     files = [Path(t) if Path(t).is_absolute() else builtin_theme(t) for t in themes]
     user = [split_layers(f, warnings) for f in files if f is not None]
     base = THEME
@@ -124,6 +126,8 @@ FONT_FOLDER = ("dist", "theme", "fonts")
 OPTION_VARIABLES = {
     "mainfont": ("font-family-sans-serif", True),
     "monofont": ("font-family-monospace", True),
+    "monobackgroundcolor": ("code-block-bg", False),
+    "code-block-height": ("code-block-height", False),
 }
 
 

@@ -1,8 +1,13 @@
-// deckbuild's browser-side helpers, run before Reveal.initialize.
-// Line-highlight steps: a code block whose data-code-line-numbers reads "1|2-3|5"
-// highlights lines 1, then 2-3, then 5, one step per (invisible) fragment.
+// deckbuild's browser-side helpers, run before Reveal.initialize: code annotations'
+// anchors, then line-highlight steps (whose copies of the code keep the anchors).
+// Line-highlight steps, as Quarto's line-highlight plugin shows them: a code block whose
+// data-code-line-numbers reads "1|2-3|5" highlights lines 1; each later step is a copy of
+// the <code> in the same <pre>, a fragment laid over the first (position: absolute) with
+// its own lines highlighted, so that stepping through the fragments moves the highlight.
 (function () {
   "use strict";
+
+  const STEPS = /^[\d|,-]+$/;
 
   function parseLines(spec) {
     const lines = new Set();
@@ -15,42 +20,88 @@
     return lines;
   }
 
-  function setupBlock(holder) {
-    const spec = holder.getAttribute("data-code-line-numbers") || "";
-    if (spec === "true" || spec === "false" || spec === "") return null;
-    const pre = holder.tagName === "PRE" ? holder : holder.querySelector("pre");
-    if (!pre) return null;
-    const steps = spec.split("|").map(parseLines);
-    const markers = [];
-    for (let k = 1; k < steps.length; k++) {
-      const marker = document.createElement("span");
-      marker.className = "fragment code-step-marker";
-      marker.setAttribute("aria-hidden", "true");
-      holder.insertAdjacentElement(k === 1 ? "afterend" : "afterend", marker);
-      markers.push(marker);
-    }
-    markers.reverse();  // inserted afterend one by one: restore document order
-    return { pre, steps, markers };
-  }
-
-  function apply(block) {
-    const shown = block.markers.filter(m => m.classList.contains("visible")).length;
-    const lines = block.steps[Math.min(shown, block.steps.length - 1)];
-    const spans = block.pre.querySelectorAll("code > span");
-    block.pre.classList.toggle("has-line-highlights", lines.size > 0);
+  function highlight(code, spec) {
+    const lines = parseLines(spec);
+    code.setAttribute("data-code-line-numbers", spec);
+    code.parentElement.classList.add("code-wrapper");
+    const spans = code.querySelectorAll(":scope > span");
     spans.forEach((span, i) => span.classList.toggle("highlight-line", lines.has(i + 1)));
+    code.classList.toggle("has-line-highlights", lines.size > 0 && spans.length > 0);
   }
 
-  const blocks = [];
-  document.querySelectorAll("[data-code-line-numbers]").forEach(holder => {
-    const block = setupBlock(holder);
-    if (block) blocks.push(block);
-  });
+  // one copy of ``code`` per step after the first, each a fragment appended to its <pre>
+  function addSteps(code, steps) {
+    let index = parseInt(code.getAttribute("data-fragment-index"), 10);
+    steps.slice(1).forEach((step, k) => {
+      const copy = code.cloneNode(true);
+      copy.classList.add("fragment");
+      copy.querySelectorAll(":scope > span[id]").forEach(span => { span.id += "-" + (k + 1); });
+      if (isNaN(index)) copy.removeAttribute("data-fragment-index");
+      else copy.setAttribute("data-fragment-index", index++);
+      code.parentElement.appendChild(copy);
+      highlight(copy, step);
+    });
+    code.removeAttribute("data-fragment-index");
+  }
 
-  window.deckbuildUpdateCode = function () { blocks.forEach(apply); };
+  function setupBlock(holder) {
+    const spec = (holder.getAttribute("data-code-line-numbers") || "").replace(/\s+/g, "");
+    if (!STEPS.test(spec)) return;
+    const codes = holder.tagName === "CODE" ? [holder] : holder.querySelectorAll("pre > code");
+    holder.removeAttribute("data-code-line-numbers");
+    codes.forEach(code => {
+      const steps = spec.split("|");
+      if (steps.length > 1) addSteps(code, steps);
+      highlight(code, steps[0]);
+    });
+  }
+
+  // code annotations (filters/annotations.lua): Quarto's numbered anchor before each
+  // marked line, the gutter its page script expects, the classes of an annotated block
+  function annotate(holder) {
+    const pre = holder.querySelector("pre"), code = pre && pre.querySelector("code");
+    if (!code) return;
+    const spans = Array.from(code.children).filter(el => el.tagName === "SPAN");
+    holder.getAttribute("data-code-annotations").split(",").forEach(pair => {
+      const [line, number] = pair.split(":");
+      const span = spans[parseInt(line, 10) - 1];
+      if (!span) return;
+      const anchor = document.createElement("a");
+      anchor.className = "code-annotation-anchor";
+      anchor.setAttribute("data-target-cell", holder.id);
+      anchor.setAttribute("data-target-annotation", number);
+      anchor.setAttribute("href", "");
+      anchor.addEventListener("click", event => event.preventDefault());
+      anchor.textContent = number;
+      code.insertBefore(anchor, span);
+      span.classList.add("code-annotation-target");
+    });
+    ["code-annotation-gutter-bg", "code-annotation-gutter"].forEach(name => {
+      const div = document.createElement("div");
+      div.className = name;
+      code.appendChild(div);
+    });
+    pre.classList.add("code-annotation-code", "code-annotated");
+  }
+
+  document.querySelectorAll(".reveal [data-code-annotations]").forEach(annotate);
+  document.querySelectorAll(".reveal [data-code-line-numbers]").forEach(setupBlock);
+
+  // a step shown or hidden scrolls its block to the first highlighted line
+  function scrollToHighlight(code) {
+    const pre = code && code.parentElement;
+    const first = code && code.querySelector(":scope > span.highlight-line");
+    if (!pre || !first || pre.scrollHeight <= pre.clientHeight) return;
+    pre.scrollTop = Math.max(0, first.offsetTop - pre.clientHeight / 3);
+  }
+
   window.deckbuildRegister = function (Reveal) {
-    ["ready", "slidechanged", "fragmentshown", "fragmenthidden", "pdf-ready"].forEach(
-      ev => Reveal.on(ev, window.deckbuildUpdateCode));
+    Reveal.on("fragmentshown", event => event.fragments.forEach(f => {
+      if (f.matches("pre > code")) scrollToHighlight(f);
+    }));
+    Reveal.on("fragmenthidden", event => event.fragments.forEach(f => {
+      if (f.matches("pre > code")) scrollToHighlight(f.previousElementSibling);
+    }));
     // reveal.js places centred slides when it starts, possibly before the theme's fonts
     // have loaded (a fallback font's line boxes differ): place them again once they have,
     // so they sit where Quarto's do

@@ -62,9 +62,18 @@
       && img.parentElement.nodeName !== "A";
   }
 
-  function stretchSlide(slide, auto) {
+  // Quarto writes the logo (and footer) into the deck's last slide and its script moves
+  // them out later: its auto-stretch sees the logo there, so a deck with a logo never
+  // stretches the image of its last slide
+  function imagesOf(slide, all) {
+    const images = Array.from(slide.querySelectorAll("img"));
+    const logo = document.querySelector(".reveal > .slide-logo");
+    return logo && slide === all[all.length - 1] ? images.concat([logo]) : images;
+  }
+
+  function stretchSlide(slide, auto, all) {
     if (slide.classList.contains("nostretch")) return;
-    const images = slide.querySelectorAll("img");
+    const images = imagesOf(slide, all);
     if (images.length !== 1) return;
     const img = images[0];
     if (img.classList.contains("nostretch")) { img.classList.remove("nostretch"); return; }
@@ -106,6 +115,35 @@
     const local = ["localhost", "127.0.0.1"].includes(window.location.hostname);
     const vertical = document.querySelector(".reveal .slides > section > section") !== null;
     config.controls = (framed && !local) || (vertical && config.navigationMode !== "linear");
+  }
+
+  // -- tabsets (filters/tabsets.lua): the list as tabs, one pane shown, as Quarto's tabby --
+  function selectTab(list, link) {
+    list.querySelectorAll("a[role=tab]").forEach(a => {
+      const on = a === link;
+      a.setAttribute("aria-selected", on ? "true" : "false");
+      if (on) a.removeAttribute("tabindex"); else a.setAttribute("tabindex", "-1");
+      const pane = document.getElementById(a.getAttribute("aria-controls"));
+      if (pane) pane.hidden = !on;
+    });
+  }
+
+  function setupTabsets() {
+    document.querySelectorAll(".reveal ul.panel-tabset-tabby").forEach(list => {
+      list.setAttribute("role", "tablist");
+      const links = Array.from(list.querySelectorAll(":scope > li > a"));
+      links.forEach(a => {
+        const paneId = decodeURIComponent(a.getAttribute("href").slice(1));
+        const pane = document.getElementById(paneId);
+        a.parentElement.setAttribute("role", "presentation");
+        a.setAttribute("role", "tab");
+        a.id = "tabby-toggle_" + paneId;
+        a.setAttribute("aria-controls", paneId);
+        if (pane) { pane.setAttribute("role", "tabpanel"); pane.setAttribute("aria-labelledby", a.id); }
+        a.addEventListener("click", event => { event.preventDefault(); selectTab(list, a); });
+      });
+      selectTab(list, links.find(a => a.hasAttribute("data-tabby-default")) || links[0]);
+    });
   }
 
   // the TOC slide lists no untitled slide (an empty entry is dropped, as Quarto does)
@@ -158,9 +196,11 @@
     const own = config.deckbuild || {};
     dropColumnWhiteSpace();
     dropUntitledTocEntries();
+    setupTabsets();
     centerSlides(config, own.centerTitleSlide !== false);
     if (window.deckbuildNotes) window.deckbuildNotes(config);   // asides, footnotes (notes.js)
-    slides().forEach(slide => stretchSlide(slide, own.autoStretch !== false));
+    const all = slides();
+    all.forEach(slide => stretchSlide(slide, own.autoStretch !== false, all));
     if (own.codeCopy !== false) addCopyButtons(own.codeCopy === true);
     controlsAuto(config);
   };

@@ -13,7 +13,9 @@
 --
 -- The title comes from `title="..."`, else from a heading that opens the callout, else
 -- (default appearance only) from the kind: "Note", "Tip"... `appearance="simple"` and
--- `"minimal"` (simple without icon) change the style class, `icon=false` drops the icon.
+-- `"minimal"` (simple without icon) change the style class, `icon=false` drops the icon;
+-- the document options callout-appearance and callout-icon (passed by pandoc.py as
+-- deckbuild-callout-appearance / -icon) set them for every callout that does not.
 -- An id, other classes or attributes go on a div wrapped around the callout.
 -- Runs before pandoc splits slides, so a "## Title" inside a callout becomes its title
 -- instead of starting a new slide.
@@ -23,6 +25,7 @@ local TITLES = {
   important = "Important", caution = "Caution",
 }
 local OWN_ATTRIBUTES = { title = true, appearance = true, icon = true, collapse = true }
+local doc_appearance, doc_icon = "default", true
 
 local function callout_kind(div)
   for _, class in ipairs(div.classes) do
@@ -63,11 +66,13 @@ local function leftover_attr(div)
   return pandoc.Attr(div.identifier, classes, attributes), #classes > 0 or next(attributes) ~= nil
 end
 
-function Div(div)
+local function callout(div)
   local kind = callout_kind(div)
   if not kind then return nil end
-  local appearance = div.attributes["appearance"] or "default"
-  local icon = div.attributes["icon"] ~= "false" and appearance ~= "minimal"
+  local appearance = div.attributes["appearance"] or doc_appearance
+  local icon_attr = div.attributes["icon"]
+  local icon = (icon_attr == nil and doc_icon or icon_attr ~= nil and icon_attr ~= "false")
+    and appearance ~= "minimal"
   if appearance == "minimal" then appearance = "simple" end
   local title, content = title_and_body(div, kind, appearance)
 
@@ -96,3 +101,16 @@ function Div(div)
   end
   return callout
 end
+
+local function options(meta)
+  local function text(name)
+    return meta[name] ~= nil and pandoc.utils.stringify(meta[name]) or nil
+  end
+  doc_appearance = text("deckbuild-callout-appearance") or doc_appearance
+  doc_icon = text("deckbuild-callout-icon") ~= "false"
+end
+
+return {
+  { Meta = options },
+  { Div = callout },
+}

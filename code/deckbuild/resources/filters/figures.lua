@@ -5,16 +5,26 @@
 --   ![](x.png){#fig-a}          numbered, no caption: "Figure N"
 --   ::: {#fig-a} ... :::        numbered; the div's last paragraph is its caption
 --   ![Caption](x.png)           a captioned figure without a number
+--   ![](x.png){fig-align=left}  an image alone in its paragraph, aligned as a figure
 --   @fig-a, [-@fig-a], [Fig. @fig-a]   a link "Figure N" (N, "Fig. N") to the figure
 --
--- Output: <div id="fig-a" class="quarto-float quarto-figure quarto-figure-center">
+-- Output for a labelled figure (Quarto's float, src/resources/filters/customnodes/
+-- floatreftarget.lua):
+--         <div id="fig-a" class="quarto-float quarto-figure quarto-figure-center">
 --           <figure class="quarto-float quarto-float-fig">
 --             <div aria-describedby="fig-a-caption"> image </div>
 --             <figcaption id="fig-a-caption" class="quarto-float-caption-bottom
 --               quarto-float-caption quarto-float-fig [quarto-uncaptioned]">Figure N: ...</figcaption>
 --           </figure></div>
--- and references <a href="#fig-a" class="quarto-xref">Figure N</a>; an unknown @fig- label
--- shows as bold "?@fig-a" (deckbuild warns about it with its file and line).
+-- for an unlabelled one (Quarto's renderHtmlFigure, src/resources/filters/layout/html.lua):
+--         <div class="quarto-figure quarto-figure-center"><figure>
+--           <p> image </p><figcaption>Caption</figcaption></figure></div>
+-- and for an uncaptioned image with fig-align, or the image of a cell's display output
+-- (render_html_fixups, src/resources/filters/quarto-post/html.lua), its paragraph wrapped
+-- as <div [class="quarto-figure quarto-figure-X"]><figure><p> image </p></figure></div>;
+-- an image's fig-align becomes its classes quarto-figure quarto-figure-X. References:
+-- <a href="#fig-a" class="quarto-xref">Figure N</a>; an unknown @fig- label shows as
+-- bold "?@fig-a" (deckbuild warns about it with its file and line).
 
 local TITLE = "Figure"
 local NBSP = "\u{a0}"
@@ -42,7 +52,7 @@ local function strip_captions(blocks)
   end })
 end
 
-local function float(id, content, caption)
+local function float(id, content, caption, align)
   local label = pandoc.Inlines({})
   if is_fig(id) then
     label:insert(pandoc.Str(TITLE .. NBSP .. number[id]))
@@ -63,32 +73,107 @@ local function float(id, content, caption)
     pandoc.Plain(label),
     pandoc.RawBlock("html", "</figcaption>"),
     pandoc.RawBlock("html", "</figure>"),
-  }, pandoc.Attr(id, { "quarto-float", "quarto-figure", "quarto-figure-center" }))
+  }, pandoc.Attr(id, { "quarto-float", "quarto-figure", "quarto-figure-" .. (align or "center") }))
 end
 
--- pandoc makes a captioned image alone in its paragraph a Figure (with the image's id)
+-- the alignment an image asks for (fig-align, or the classes it was given for it)
+local function image_align(img)
+  local align = img.attributes["fig-align"]
+  if align and align ~= "default" then return align end
+  for _, class in ipairs(img.classes) do
+    local a = class:match("^quarto%-figure%-(%a+)$")
+    if a then return a end
+  end
+  return nil
+end
+
+-- <figure> around blocks, in a div with the alignment classes when there is one
+local function plain_figure(id, blocks, caption, align)
+  local content = pandoc.Blocks({ pandoc.RawBlock("html", "<figure>") })
+  content:extend(blocks)
+  if caption and #caption > 0 then
+    local cap = pandoc.Inlines({ pandoc.RawInline("html", "<figcaption>") })
+    cap:extend(caption)
+    cap:insert(pandoc.RawInline("html", "</figcaption>"))
+    content:insert(pandoc.Plain(cap))
+  end
+  content:insert(pandoc.RawBlock("html", "</figure>"))
+  local classes = align and { "quarto-figure", "quarto-figure-" .. align } or {}
+  return pandoc.Div(content, pandoc.Attr(id or "", classes))
+end
+
+-- pandoc makes a captioned image alone in its paragraph a Figure (with the image's id):
+-- a numbered float when labelled fig-, else a plain figure, centred unless fig-align says
 local function figure(fig)
-  return float(fig.identifier, fig.content, pandoc.utils.blocks_to_inlines(fig.caption.long))
+  local caption = pandoc.utils.blocks_to_inlines(fig.caption.long)
+  local align = nil
+  local blocks = strip_captions(fig.content):walk({ Image = function(img)
+    align = align or image_align(img)
+  end })
+  if is_fig(fig.identifier) then return float(fig.identifier, fig.content, caption, align) end
+  blocks = blocks:map(function(b) return b.t == "Plain" and pandoc.Para(b.content) or b end)
+  return plain_figure(fig.identifier, blocks, caption, align or "center")
 end
 
--- an image without caption but with a fig- label, alone in its paragraph
-local function para(p)
-  local images = {}
+-- the image of a paragraph holding one image (or one linked image) and nothing else,
+-- and whether it is linked
+local function only_image(p)
+  local found, linked = nil, false
   for _, inline in ipairs(p.content) do
-    if inline.t == "Image" then
-      table.insert(images, inline)
+    local img = inline.t == "Image" and inline
+      or (inline.t == "Link" and #inline.content == 1 and inline.content[1].t == "Image"
+          and inline.content[1])
+    if img and not found then
+      found, linked = img, inline.t == "Link"
     elseif inline.t ~= "Space" and inline.t ~= "SoftBreak" then
       return nil
     end
   end
-  if #images ~= 1 or not is_fig(images[1].identifier) then return nil end
-  local id = images[1].identifier
-  images[1].identifier = ""
-  return float(id, { pandoc.Plain({ images[1] }) }, pandoc.Inlines({}))
+  return found, linked
+end
+
+-- an image without caption alone in its paragraph: a float when labelled fig-, a figure
+-- when it has an alignment
+local function para(p)
+  local img, linked = only_image(p)
+  if not img then return nil end
+  if is_fig(img.identifier) and not linked then
+    local id = img.identifier
+    img.identifier = ""
+    return float(id, { pandoc.Plain({ img }) }, pandoc.Inlines({}), image_align(img))
+  end
+  local align = image_align(img)
+  if align then return plain_figure("", { p }, nil, align) end
+  return nil
+end
+
+-- an image's fig-align becomes its classes (quarto-figure quarto-figure-X)
+local function image(img)
+  local align = img.attributes["fig-align"]
+  if align == nil then return nil end
+  img.attributes["fig-align"] = nil
+  if align ~= "default" and not img.classes:includes("quarto-figure-" .. align) then
+    img.classes:extend({ "quarto-figure", "quarto-figure-" .. align })
+  end
+  return img
+end
+
+-- a cell's display output whose paragraph holds an image: that paragraph in a <figure>
+local function cell_output(d)
+  if not d.classes:includes("cell-output-display") then return nil end
+  if not d.classes:includes("cell-output") then d.classes:insert(1, "cell-output") end
+  for i, block in ipairs(d.content) do
+    if block.t == "Para" and only_image(block) then
+      d.content[i] = plain_figure("", { block }, nil, image_align(only_image(block)))
+      return d
+    end
+  end
+  return d
 end
 
 local function div(d)
-  if not is_fig(d.identifier) or d.classes:includes("quarto-float") then return nil end
+  if not is_fig(d.identifier) then return cell_output(d) end
+  if d.classes:includes("quarto-float") then return nil end
   local content = pandoc.Blocks(d.content)
   local caption = pandoc.Inlines({})
   local last = content[#content]
@@ -130,5 +215,6 @@ end
 
 function Pandoc(doc)
   count(doc)
-  return doc:walk({ Figure = figure, Para = para, Div = div, Cite = cite })
+  doc = doc:walk({ Figure = figure, Para = para, Div = div, Cite = cite })
+  return doc:walk({ Image = image })
 end
