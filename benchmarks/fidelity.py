@@ -13,6 +13,12 @@ left out of the score and counted apart (offline, Quarto's MathJax stays raw TeX
     python benchmarks/fidelity.py                          # all decks, markdown on stdout
     python benchmarks/fidelity.py --deck alexsp32-nqcdynamics-julia --json out.json
     python benchmarks/fidelity.py --corpus /path/to/quarto-corpus --no-slides
+    python benchmarks/fidelity.py --as-newest              # every deck with the newest rules
+
+Each deck is rendered as the Quarto release that rendered its reference (meta.json's
+quarto_version, passed as $DECKBUILD_QUARTO_VERSION: the default of our option
+``deckbuild: quarto-version``, so the deck's files are not edited); with --as-newest,
+with the newest Quarto's rules, which measures what Quarto's own changes account for.
 
 The corpus: --corpus, else $DECKBUILD_QUARTO_CORPUS, else <repo>/../shared/quarto-corpus.
 Progress goes to stderr. Modules: fidelity_corpus (decks, builds), fidelity_browser
@@ -54,11 +60,13 @@ def slide_progress(label: str):
     return show
 
 
-def run_deck(ctx, deck: fc.Deck, workdir: Path) -> dict:
-    """Build one deck, capture both sides, score them."""
+def run_deck(ctx, deck: fc.Deck, workdir: Path, as_newest: bool = False) -> dict:
+    """Build one deck (as its Quarto release, or the newest with ``as_newest``), capture
+    both sides, score them."""
     t0 = time.perf_counter()
-    emit(f"  building {deck.qmd} with deckbuild")
-    build = fc.build(deck, workdir)
+    rendered_as = deck.rendered_as(as_newest)
+    emit(f"  building {deck.qmd} with deckbuild as Quarto {rendered_as or 'newest'}")
+    build = fc.build(deck, workdir, as_version=rendered_as)
     emit(f"  build {'ok' if build.ok else 'FAILED'} in {build.seconds:.1f} s"
          + ("" if build.ok else f": {build.error.splitlines()[0][:200]}"))
     errors = {}
@@ -72,6 +80,7 @@ def run_deck(ctx, deck: fc.Deck, workdir: Path) -> dict:
             names.resolve(ours)
     scores = fr.score_deck(quarto, ours)
     return {"name": deck.name, "quarto_version": deck.quarto_version, "qmd": deck.qmd,
+            "rendered_as": rendered_as or "newest",
             "build": {"ok": build.ok, "error": build.error, "seconds": round(build.seconds, 2)},
             "page_errors": errors,
             "viewport": quarto["viewport"], "viewport_note": quarto["viewport_note"],
@@ -94,14 +103,15 @@ def capture(ctx, html: Path, viewport, side: str, errors: dict) -> dict | None:
         return None
 
 
-def run(corpus: Path, names: list[str] | None = None) -> dict:
-    """The harness over the corpus (all decks, or those named): the JSON-ready result."""
+def run(corpus: Path, names: list[str] | None = None, as_newest: bool = False) -> dict:
+    """The harness over the corpus (all decks, or those named): the JSON-ready result;
+    each deck rendered as its Quarto release, or all with the newest rules (``as_newest``)."""
     decks = fc.load_decks(corpus, names)
     results = []
     with fb.browser() as ctx, tempfile.TemporaryDirectory(prefix="fidelity-") as tmp:
         for n, deck in enumerate(decks, 1):
             emit(f"[fidelity] deck {n}/{len(decks)}: {deck.name} (Quarto {deck.quarto_version})")
-            result = run_deck(ctx, deck, Path(tmp) / deck.name)
+            result = run_deck(ctx, deck, Path(tmp) / deck.name, as_newest)
             if result["pct_matching"] is None:
                 score = f"{result['elements']} elements on Quarto's side, not measured"
             else:
@@ -109,6 +119,7 @@ def run(corpus: Path, names: list[str] | None = None) -> dict:
             emit(f"[fidelity] {deck.name}: {score}, {result['seconds']:.0f} s")
             results.append(result)
     return {"corpus": str(corpus), "box_tolerance_px": fm.BOX_TOLERANCE_PX,
+            "rendered_as": "newest" if as_newest else "reference",
             "decks": results, "rollup": fr.rollup(results)}
 
 
@@ -124,10 +135,13 @@ def main(argv: list[str] | None = None) -> int:
                         help="also write the full result (per slide, every difference) here")
     parser.add_argument("--no-slides", action="store_true",
                         help="leave the per-slide tables out of the markdown")
+    parser.add_argument("--as-newest", action="store_true",
+                        help="render every deck with the newest Quarto's rules (default: as "
+                             "the Quarto version that rendered its reference)")
     args = parser.parse_args(argv)
     corpus = args.corpus or fc.default_corpus()
     try:
-        result = run(corpus, args.deck)
+        result = run(corpus, args.deck, args.as_newest)
     except (FileNotFoundError, ValueError) as exc:
         parser.error(str(exc))
     if args.json:

@@ -8,6 +8,7 @@ import base64
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -18,6 +19,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 CORPUS_ENV = "DECKBUILD_QUARTO_CORPUS"
+# read by the renderer as the default of `deckbuild: quarto-version` (code/deckbuild/schema.py)
+VERSION_ENV = "DECKBUILD_QUARTO_VERSION"
 BUILD_TIMEOUT_S = 600
 ERROR_CHARS = 1500  # how much of the renderer's error message a report keeps (head and tail)
 
@@ -35,6 +38,14 @@ class Deck:
     @property
     def quarto_version(self) -> str:
         return self.meta.get("quarto_version", "unknown")
+
+    def rendered_as(self, as_newest: bool = False) -> str | None:
+        """The Quarto release our renderer draws the deck as: the one that rendered its
+        reference (None: the newest rules, with ``as_newest`` or an unknown version)."""
+        version = self.quarto_version
+        if as_newest or not re.fullmatch(r"\d+\.\d+(\.\d+)?", version):
+            return None
+        return version
 
     @property
     def qmd(self) -> str:
@@ -86,14 +97,20 @@ def _error_message(stderr: str, returncode: int, src: Path) -> str:
     return text if len(text) <= ERROR_CHARS else f"{text[:half]} [...] {text[-half:]}"
 
 
-def build(deck: Deck, workdir: Path, timeout: int = BUILD_TIMEOUT_S) -> Build:
+def build(deck: Deck, workdir: Path, timeout: int = BUILD_TIMEOUT_S,
+          as_version: str | None = None) -> Build:
     """Copy the deck's source/ into ``workdir`` and render its qmd with our renderer
-    (``python -m deckbuild render <qmd> --html-only``, this repository's code first)."""
+    (``python -m deckbuild render <qmd> --html-only``, this repository's code first), as
+    Quarto ``as_version`` ($DECKBUILD_QUARTO_VERSION; None: the newest rules). The deck's
+    files are not edited: its own ``deckbuild: quarto-version``, if any, wins."""
     src = workdir / "source"
     shutil.copytree(deck.folder / "source", src, symlinks=False)
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO / "code"), env.get("PYTHONPATH")]))
     env.setdefault("DECKBUILD_NODE_MODULES", str(REPO / "node_modules"))
+    env.pop(VERSION_ENV, None)
+    if as_version:
+        env[VERSION_ENV] = as_version
     t = time.perf_counter()
     try:
         proc = subprocess.run([sys.executable, "-m", "deckbuild", "render", str(src / deck.qmd),

@@ -131,10 +131,17 @@ def _slide_table(d: dict) -> list[str]:
     return out
 
 
+def rendered_as(result: dict) -> str:
+    """How the decks were rendered, for the report's header line."""
+    if result.get("rendered_as") == "newest":
+        return "rendered with the newest Quarto's rules"
+    return "each rendered as Quarto <the version of its reference, column Quarto>"
+
+
 def markdown(result: dict, per_slide: bool = True) -> str:
     decks = result["decks"]
-    lines = [f"### Fidelity against Quarto: {len(decks)} decks, box tolerance "
-             f"{fm.BOX_TOLERANCE_PX:g} px", "",
+    lines = [f"### Fidelity against Quarto: {len(decks)} decks, {rendered_as(result)}, box "
+             f"tolerance {fm.BOX_TOLERANCE_PX:g} px", "",
              "Elements: those of both sides, a pair counted once (Quarto's alone where our "
              "build failed), maths left out. Matching: box within the tolerance on every edge, "
              "same computed font size, same painted family. Matched by text: found on both "

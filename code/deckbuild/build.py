@@ -129,7 +129,7 @@ def _execute(job: Job, doc: source.Document, opts: dict) -> list[list]:
     kernel = execute.KernelSettings(
         python_path=tuple(project.python_path) if project else (),
         cache_sources=tuple(project.cache_sources) if project else (),
-        quarto_version=project.quarto_version if project else "current",
+        quarto_version=getattr(opts, "quarto_version", "current"),
         cell_timeout=_cell_timeout(job), jobs=job.settings.jobs,
         run_alone=tuple(project.run_alone) if project else ())
     outputs, stats = execute.execute(doc, opts, job.cache_root / "cells", job.settings.use_cache,
@@ -277,7 +277,7 @@ def _build(job: Job, doc: source.Document, opts: dict, images: list[Path], html:
         opts["theme"], node_modules, job.cache_root / "theme",
         lambda bad: emit(f"  compiled theme {job.shown(bad)} is damaged (its content does not "
                          "match the checksum in its name); compiling the theme again"),
-        doc.warnings, opts)
+        doc.warnings, opts, getattr(opts, "quarto_version", "current"))
     job.progress.step("theme", t, "cached" if cached else "compiled")
     doc.warnings += strict.check_classes(doc, css.read_text(encoding="utf-8"))
     _emit_warnings(emit, doc.warnings)

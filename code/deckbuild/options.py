@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -90,12 +91,15 @@ class Source:
 class Options(dict):
     """Merged options of one document. Remembers where each option was last set
     (``origin``) and the output formats other than revealjs the sources name
-    (``other_formats``: (name, file, line)), so that checks can point at the YAML."""
+    (``other_formats``: (name, file, line)), so that checks can point at the YAML, and
+    the Quarto release it renders as (``quarto_version``: our own ``deckbuild:
+    quarto-version``, "current" for the newest)."""
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.origins: dict[str, tuple[Path, int]] = {}
         self.other_formats: list[tuple[str, Path, int]] = []
+        self.quarto_version = "current"
 
     def origin(self, key: str) -> tuple[Path | None, int | None]:
         return self.origins.get(key, (None, None))
@@ -244,13 +248,45 @@ def deckbuild_options(config: Source | None, root: Path) -> dict:
                             config.line_of(f"{name}:"))
     out: dict = {}
     for name, opt in schema.DECKBUILD_OPTIONS.items():
-        value = data.get(name, opt.default)
+        value = data.get(name, env_quarto_version() if name == "quarto-version" else opt.default)
         if not opt.type.check(value):
             raise DeckError(f"option '{ns}: {name}' must be {opt.type.expected}, got {value!r}",
                             config.file, config.line_of(f"{name}:"))
         out[name] = (_paths(value, name, config, root, opt.role)
                      if opt.role in ("folders", "files") else value)
     return out
+
+
+def env_quarto_version() -> str:
+    """The default of ``deckbuild: quarto-version``: $DECKBUILD_QUARTO_VERSION, else current."""
+    value = os.environ.get(schema.QUARTO_VERSION_ENV) or "current"
+    if not schema.QUARTO_VERSION.check(value):
+        raise DeckError(f"environment variable {schema.QUARTO_VERSION_ENV} must be "
+                        f"{schema.QUARTO_VERSION.expected}, got {value!r}")
+    return value
+
+
+def document_quarto_version(front: Source) -> str | None:
+    """The document's own ``deckbuild: quarto-version`` (None when it sets none), checked:
+    the front matter's ``deckbuild:`` may hold only DOCUMENT_DECKBUILD_OPTIONS."""
+    ns = schema.DECKBUILD_NAMESPACE
+    data = front.data.get(ns)
+    if data is None:
+        return None
+    if not isinstance(data, dict):
+        raise DeckError(f"'{ns}' must be a mapping of options", front.file, front.line_of(f"{ns}:"))
+    for name in data:
+        if name not in schema.DOCUMENT_DECKBUILD_OPTIONS:
+            where = ("a project option (set it in _quarto.yml)" if name in schema.DECKBUILD_OPTIONS
+                     else "unknown")
+            raise DeckError(f"option '{ns}: {name}' in a document's front matter is {where}; "
+                            f"a document may set {', '.join(schema.DOCUMENT_DECKBUILD_OPTIONS)}",
+                            front.file, front.line_of(f"{name}:"))
+    value = data.get("quarto-version")
+    if value is not None and not schema.QUARTO_VERSION.check(value):
+        raise DeckError(f"option '{ns}: quarto-version' must be {schema.QUARTO_VERSION.expected}, "
+                        f"got {value!r}", front.file, front.line_of("quarto-version:"))
+    return value
 
 
 def _paths(value, name: str, config: Source, root: Path, role: str) -> list[Path]:
@@ -281,7 +317,9 @@ def resolve_options(project: Project | None, doc_file: Path, front: Source) -> O
             meta = directory / DIR_METADATA_FILE
             if meta.exists():
                 levels.append(read_yaml_file(meta))
-    levels.append(front)
+    version = document_quarto_version(front)
+    levels.append(Source({k: v for k, v in front.data.items() if k != schema.DECKBUILD_NAMESPACE},
+                         front.file, front.first_line, front.text))
     merged: dict = copy.deepcopy(REVEALJS_DEFAULTS)
     origins, others = {}, []
     # `theme` replaces rather than extends the default theme list
@@ -295,6 +333,7 @@ def resolve_options(project: Project | None, doc_file: Path, front: Source) -> O
         others += [(name, src.file, src.line_of(f"{name}:")) for name in formats]
     opts = Options(merged)
     opts.origins, opts.other_formats = origins, others
+    opts.quarto_version = version or (project.quarto_version if project else env_quarto_version())
     return opts
 
 

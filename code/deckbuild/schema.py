@@ -278,16 +278,23 @@ CELL_OPTIONS: dict[str, Type] = {
 # top-level keys on as document metadata, which no template prints).
 # Paths are relative to the project root.
 DECKBUILD_NAMESPACE = "deckbuild"
+QUARTO_VERSION = Type(lambda v: v == "current" or (
+    isinstance(v, str) and re.fullmatch(r"\d+\.\d+(\.\d+)?", v) is not None),
+    'current or a version such as "1.4.557"')
+# the environment variable that is the default of `deckbuild: quarto-version`
+QUARTO_VERSION_ENV = "DECKBUILD_QUARTO_VERSION"
+# our own options a document's front matter may set under `deckbuild:` (over the project's)
+DOCUMENT_DECKBUILD_OPTIONS = ("quarto-version",)
 DECKBUILD_OPTIONS: dict[str, Option] = {
     # folders put on the kernel's PYTHONPATH, so cells import packages from the checkout
     "python-path": Option(STRINGS, [], "folders"),
     # folders whose source files (.py and package data) are part of every cell's cache key
     "cache-sources": Option(STRINGS, [], "folders"),
-    # run cells with the matplotlib set-up of this Quarto version's setup cell
-    # ("current", or a version such as "1.4.557"; see execute.setup_code)
-    "quarto-version": Option(Type(lambda v: v == "current" or (
-        isinstance(v, str) and re.fullmatch(r"\d+\.\d+(\.\d+)?", v) is not None),
-        'current or a version such as "1.4.557"'), "current", "value"),
+    # render as this Quarto release did ("current": the newest rules): its setup cell's
+    # matplotlib set-up (kernel.setup_code) and its theme rules where they differ from the
+    # newest (theme.VERSION_LAYERS). A document may set it too (DOCUMENT_DECKBUILD_OPTIONS);
+    # $DECKBUILD_QUARTO_VERSION is the default.
+    "quarto-version": Option(QUARTO_VERSION, "current", "value"),
     # chapters that run with no other kernel busy (they measure time), each file relative
     # to the project root
     "run-alone": Option(STRINGS, [], "files"),

@@ -8,6 +8,9 @@ order). A built-in theme name (``serif``, ``dark``...) is a user layer of our ow
 (``resources/theme/builtin/``) at its place in the list, as Quarto layers its themes.
 The options Quarto turns into theme variables (``mainfont``, ``monofont``) are the first
 user layer, as in Quarto (so any theme file's value wins over them).
+With ``deckbuild: quarto-version`` set to an older release, the rules that release drew
+differently (VERSION_LAYERS) come after the base rules and before the user rules, so a
+deck's own rules still win over them, as under that Quarto.
 The compiled CSS is cached by a hash of the assembled source; its file name also holds
 the hash of its content, checked on every read (a damaged file is compiled again).
 """
@@ -79,6 +82,26 @@ def split_layers(path: Path, warnings: list | None = None) -> dict[str, list[Pie
 BASE_RULES = ("_rules.scss", "_layout.scss", "_notes.scss")
 
 
+# Quarto's revealjs rules that changed (quarto-cli's history of
+# src/resources/formats/revealjs/quarto.scss, and the compiled CSS of decks rendered by
+# older releases): (the first release with the newest rules, our layer of the older ones).
+VERSION_LAYERS = (((1, 6), "_before-1.6.scss"), ((1, 6, 27), "_before-1.6.27.scss"))
+
+
+def parse_version(text: str) -> tuple[int, ...] | None:
+    """``"1.5.57"`` as (1, 5, 57); None for ``"current"`` (the newest)."""
+    return None if text == "current" else tuple(int(x) for x in text.split("."))
+
+
+def version_layers(quarto_version: str) -> list[Piece]:
+    """The rule layers of that Quarto release where it differs from the newest (none for
+    ``current`` or a release with the newest rules)."""
+    version = parse_version(quarto_version)
+    folder = THEME / "versions"
+    return [Piece((folder / name).read_text(), folder / name, 1)
+            for first, name in VERSION_LAYERS if version is not None and version < first]
+
+
 def builtin_theme(name: str) -> Path | None:
     """The file of a built-in theme (None for ``default``, which is the base layer)."""
     name = THEME_ALIASES.get(name, name)
@@ -86,14 +109,15 @@ def builtin_theme(name: str) -> Path | None:
 
 
 def assemble(themes: list[str], warnings: list | None = None,
-             variables: Piece | None = None) -> list[Piece]:
+             variables: Piece | None = None, quarto_version: str = "current") -> list[Piece]:
     """The theme's pieces in Quarto's order (src/core/sass.ts, compileSass): every layer's
     uses and functions, the user defaults (later themes first, so they win), the base
     defaults, user mixins, base rules (BASE_RULES, in order), user rules. A built-in theme
     is a user layer at its place in the list, as in Quarto. ``variables``
     (:func:`option_variables`) is the first user layer, as Quarto places the variables it
     takes from the document's options: its defaults come after every theme file's, so a
-    theme file's value wins over them."""
+    theme file's value wins over them. ``quarto_version``: an older release's rules
+    (:func:`version_layers`) follow the base rules."""
     files = [Path(t) if Path(t).is_absolute() else builtin_theme(t) for t in themes]
     user = [split_layers(f, warnings) for f in files if f is not None]
     base = THEME
@@ -110,6 +134,7 @@ def assemble(themes: list[str], warnings: list | None = None,
         pieces += layers["mixins"]
     for name in BASE_RULES:
         pieces.append(Piece((base / name).read_text(), base / name, 1))
+    pieces += version_layers(quarto_version)
     for layers in user:
         pieces += layers["rules"]
     return pieces
@@ -170,13 +195,16 @@ def sass_command(node_modules: Path) -> list[str]:
 
 def compile_theme(themes: list[str], node_modules: Path, cache_dir: Path,
                   damaged: Callable[[Path], None] | None = None,
-                  warnings: list | None = None, opts: dict | None = None) -> tuple[Path, bool]:
+                  warnings: list | None = None, opts: dict | None = None,
+                  quarto_version: str = "current") -> tuple[Path, bool]:
     """Return (path of the compiled CSS, whether it came from the cache). A cached CSS
     that is not what was written is passed to ``damaged`` and compiled again; warnings
     about the theme files go to ``warnings``; ``opts``: the document's options, for the
-    theme variables some of them set (:func:`option_variables`)."""
+    theme variables some of them set (:func:`option_variables`); ``quarto_version``: the
+    release whose rules to draw (:func:`version_layers`; part of the assembled source, so
+    of the cache key)."""
     variables = option_variables(opts or {})
-    pieces = [font_piece(node_modules), *assemble(themes, warnings, variables)]
+    pieces = [font_piece(node_modules), *assemble(themes, warnings, variables, quarto_version)]
     text_parts, origin = [], []   # origin[i] = (piece, first line of piece in assembled file)
     line = 1
     for piece in pieces:

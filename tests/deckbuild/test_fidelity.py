@@ -8,6 +8,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import subprocess
 import sys
 
 import pytest
@@ -139,6 +140,33 @@ def test_a_build_error_keeps_the_renderers_message_with_paths_in_the_copy_shorte
     assert fc._error_message("", 3, src) == "the renderer exited with status 3 and printed nothing"
 
 
+def test_the_build_renders_as_the_decks_quarto_and_as_newest_without_the_variable(
+        tmp_path, monkeypatch):
+    """The renderer gets the reference's Quarto version as $DECKBUILD_QUARTO_VERSION (the
+    deck's files untouched); as the newest, the variable is removed, even if set outside."""
+    (tmp_path / "d" / "source").mkdir(parents=True)
+    (tmp_path / "d" / "source" / "talk.qmd").write_text("---\ntitle: T\n---\n")
+    deck = fc.Deck("d", tmp_path / "d", {"quarto_version": "1.5.57",
+                                         "corpus_source_qmd": "source/talk.qmd"})
+    seen = []
+
+    def fake_run(cmd, **kwargs):
+        seen.append(kwargs["env"].get(fc.VERSION_ENV))
+        return subprocess.CompletedProcess(cmd, 1, "", "ERROR stop here")
+
+    monkeypatch.setattr(fc.subprocess, "run", fake_run)
+    monkeypatch.setenv(fc.VERSION_ENV, "1.9")
+    for n, as_newest in enumerate((False, True)):
+        fc.build(deck, tmp_path / f"w{n}", as_version=deck.rendered_as(as_newest))
+    assert seen == ["1.5.57", None]
+    assert (tmp_path / "w0" / "source" / "talk.qmd").read_text() == "---\ntitle: T\n---\n"
+    assert fc.Deck("u", tmp_path, {}).rendered_as() is None   # version unknown: the newest
+    assert "each rendered as Quarto <the version of its reference" in fr.markdown(
+        {"decks": [], "rollup": []}, per_slide=False)
+    assert "rendered with the newest Quarto's rules" in fr.markdown(
+        {"decks": [], "rollup": [], "rendered_as": "newest"}, per_slide=False)
+
+
 PAGE = """<!doctype html><meta charset="utf-8"><style>
 body {{ margin: 0; font-family: 'DejaVu Sans'; }}
 .a {{ position: absolute; margin: 0; width: 600px; line-height: 30px; font-size: 20px; }}
@@ -204,6 +232,7 @@ def test_corpus_decks_are_measured(tmp_path, capsys):
     for deck in result["decks"]:
         meta = json.loads((corpus / deck["name"] / "meta.json").read_text())
         assert deck["quarto_version"] == meta["quarto_version"]
+        assert deck["rendered_as"] == meta["quarto_version"]
         assert deck["page_errors"] == {}
         assert f"| {deck['name']} | {meta['quarto_version']} |" in markdown
         # the report has a row for every Quarto slide, in order
