@@ -231,7 +231,7 @@ IMPLEMENTED_CLASSES = frozenset({
     "cell", "cell-output", "cell-output-stdout", "cell-output-stderr", "cell-output-display",
     "cell-output-error", "callout", "callout-note", "callout-tip", "callout-warning",
     "callout-important", "callout-caution", "columns", "column", "notes", "smaller",
-    "scrollable", "center", "aside",
+    "scrollable", "center", "aside", "footer", "absolute", "panel-tabset",
     # reveal.js: fragments and layout helpers
     "fragment", "fade-in", "fade-out", "fade-up", "fade-down", "fade-left", "fade-right",
     "fade-in-then-out", "fade-in-then-semi-out", "semi-fade-out", "current-visible", "grow",
@@ -244,7 +244,7 @@ IMPLEMENTED_CLASSES = frozenset({
 })
 # Quarto features deckbuild does not implement, even where a theme happens to style the name.
 UNIMPLEMENTED_CLASSES = frozenset({
-    "panel-tabset", "absolute", "footer", "content-visible", "content-hidden",
+    "content-visible", "content-hidden",
     "column-page", "column-screen", "column-margin",
 })
 

@@ -49,12 +49,12 @@ def test_an_unimplemented_cell_option_is_a_warning_with_file_and_line(warnings, 
 
 @pytest.mark.parametrize("where", [
     ("deck.qmd", 16, "class '.not-a-class'"),
-    ("deck.qmd", 18, "class '.panel-tabset'"),
+    ("deck.qmd", 18, "class '.column-margin'"),
     ("deck.qmd", 16, "shortcode 'meta'"),
 ])
 def test_an_unimplemented_class_or_shortcode_is_a_warning_with_file_and_line(warnings, where):
-    """Classes nothing styles or handles (Quarto's panel-tabset,
-    https://quarto.org/docs/presentations/revealjs/#tabsets) and Quarto shortcodes other
+    """Classes nothing styles or handles (Quarto's column-margin, an HTML-format layout
+    class, https://quarto.org/docs/authoring/article-layout.html) and Quarto shortcodes other
     than include (https://quarto.org/docs/authoring/shortcodes.html) are reported."""
     assert where in warnings, sorted(warnings)
 

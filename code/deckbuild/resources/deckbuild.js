@@ -95,7 +95,28 @@
     pre.scrollTop = Math.max(0, first.offsetTop - pre.clientHeight / 3);
   }
 
+  // A slide's own `::: footer` replaces the deck's footer while it is shown, and
+  // `data-footer="false"` shows none (Quarto's documented per-slide footer); the slide's
+  // div itself stays hidden (`.reveal .slide .footer`), a copy is shown in the window.
+  function showSlideFooter(reveal, slide) {
+    const root = reveal.getRevealElement();
+    root.querySelectorAll(":scope > .footer.deckbuild-slide-footer").forEach(f => f.remove());
+    const deckFooter = root.querySelector(":scope > .footer-default");
+    const own = slide && slide.querySelector(".footer");
+    if (own) {
+      const copy = own.cloneNode(true);
+      copy.classList.add("deckbuild-slide-footer");
+      root.appendChild(copy);
+    }
+    if (deckFooter) {
+      const none = own || (slide && slide.getAttribute("data-footer") === "false");
+      deckFooter.style.display = none ? "none" : "block";
+    }
+  }
+
   window.deckbuildRegister = function (Reveal) {
+    Reveal.on("ready", event => showSlideFooter(Reveal, event.currentSlide));
+    Reveal.on("slidechanged", event => showSlideFooter(Reveal, event.currentSlide));
     Reveal.on("fragmentshown", event => event.fragments.forEach(f => {
       if (f.matches("pre > code")) scrollToHighlight(f);
     }));
