@@ -8,13 +8,15 @@ order for each update: ``on_log`` (every ``log_interval`` steps, the training lo
 you need; the others do nothing.
 
 Two ready ones serve the command line: :class:`ProgressBar` (a tqdm bar on a terminal,
-imported only when a bar starts; one line per evaluation in a log) and
+imported only when a bar starts; in a log, a plain line every ``every`` seconds and one per
+evaluation) and
 :class:`ConsoleReport` (the test results, printed at the end).
 """
 
 from __future__ import annotations
 
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -65,12 +67,17 @@ class ProgressBar(Callback):
     """Progress on ``file`` (default: ``sys.stderr`` when the run starts). On a terminal, a
     tqdm bar with the latest loss, learning rate and tokens/s, and the validation lines
     above it. Anywhere else (a log file, a pipe) no bar, whose carriage-return updates
-    would fill the log: one line per evaluation. ``bar=True`` or ``False`` decides instead."""
+    would fill the log: plain lines, one per evaluation and one with the training loss at
+    the first logged step and then at most every ``every`` seconds. ``bar=True`` or
+    ``False`` decides instead."""
 
-    def __init__(self, bar: bool | None = None, file=None):
-        self.want_bar, self.file = bar, file
+    def __init__(self, bar: bool | None = None, file=None, every: float = 10.0):
+        if isinstance(every, bool) or not isinstance(every, (int, float)) or not every >= 0:
+            raise ValueError(f"every must be a number of seconds >= 0, got {every!r}")
+        self.want_bar, self.file, self.every = bar, file, float(every)
         self.bar = None
         self.out = None
+        self.last_line = None  # time.monotonic() of the last loss line in a log
 
     def on_start(self, progress: Progress) -> None:
         self.out = self.file if self.file is not None else sys.stderr
@@ -85,6 +92,15 @@ class ProgressBar(Callback):
     def on_log(self, progress: Progress, row: dict) -> None:
         if self.bar is not None:
             self.bar.set_postfix(loss=f"{row['loss']:.3f}", lr=f"{row['lr']:.2e}", tok_s=f"{row['tokens_per_s']:.0f}")
+            return
+        now = time.monotonic()
+        if self.last_line is not None and now - self.last_line < self.every:
+            return
+        self.last_line = now
+        total = f"/{progress.steps}" if progress.steps is not None else ""
+        print(f"step {progress.step}{total}: loss {row['loss']:.3f}, lr {row['lr']:.2e}, "
+              f"{row['tokens_per_s']:.0f} tokens/s ({progress.train_seconds:.1f} s of training)",
+              file=self.out, flush=True)
 
     def on_step(self, progress: Progress) -> None:
         if self.bar is not None:

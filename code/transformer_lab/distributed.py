@@ -93,6 +93,16 @@ def barrier() -> None:
         dist.barrier()
 
 
+def default_threads(preset: str, device: torch.device) -> int | None:
+    """The threads a run uses when ``threads`` is not given: 1 for the ``tiny`` preset on
+    the CPU, else ``None`` (PyTorch's own choice, one per core). A tiny model's matrices
+    (d_model 64) are too small to share between cores, and a thread that waits for a busy
+    core stalls every step: on our 2-core machine, shared with other work, the dates task
+    made 201-236 updates in 15 s on one thread and 7-9 on two (README: "Training and
+    translating")."""
+    return 1 if preset == "tiny" and torch.device(device).type == "cpu" else None
+
+
 def usable_threads(threads: int) -> int:
     """``threads``, or the number of CPU cores this process may run on if that is fewer
     (with a RuntimeWarning naming both): more threads than cores only wait for each other."""

@@ -37,6 +37,7 @@ from .distributed import (
     DistInfo,
     all_reduce_sum,
     barrier,
+    default_threads,
     env_dist_info,
     init_distributed,
     resolve_device,
@@ -123,8 +124,29 @@ def fit(config: RunConfig, callbacks: Iterable[Callback] = ()) -> RunResult:
         raise TypeError(f"config must be a RunConfig, got {type(config).__name__}")
     info = env_dist_info()
     device = resolve_device(config.device, info.local_rank)
-    if config.threads:
+    if config.threads:  # asked for: kept after the run, as torch.set_num_threads keeps it
         torch.set_num_threads(usable_threads(config.threads))
+    with _default_threads(config, device):
+        return _fit(config, info, device, callbacks)
+
+
+@contextlib.contextmanager
+def _default_threads(config: RunConfig, device: torch.device):
+    """Without ``config.threads``: the preset's default thread count (``default_threads``)
+    for the run, and the caller's count back afterwards."""
+    threads = None if config.threads else default_threads(config.preset, device)
+    if threads is None:
+        yield
+        return
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def _fit(config: RunConfig, info: DistInfo, device: torch.device, callbacks: Iterable[Callback]) -> RunResult:
     if config.deterministic:
         torch.use_deterministic_algorithms(True)
     files = RunDirectory(config.output_dir) if config.output_dir is not None else None

@@ -109,7 +109,7 @@ class RunConfig:
     beam_size: int = option(1, WHERE, "final test evaluation: 1 = greedy, else beam search")
     log_interval: int = option(10, WHERE, "record the training loss every N steps")
     threads: int | None = option(None, WHERE, "torch.set_num_threads, at most the CPU cores available (more: capped, "
-                                                "with a warning; default: PyTorch's)")
+                                                "with a warning; default: 1 for the tiny preset on CPU, else PyTorch's)")
     deterministic: bool = option(False, WHERE, "torch.use_deterministic_algorithms(True)")
 
     def __post_init__(self):

@@ -71,7 +71,7 @@ def build_parser(defaults: bool = True) -> argparse.ArgumentParser:
         else:
             group.add_argument(flag, type=kind, default=default, help=f.metadata["help"])
     groups["where and how"].add_argument("--no-progress", action="store_true",
-                                         help="no progress output (a bar on a terminal, else one line per evaluation)")
+                                         help="no progress output (a bar on a terminal, else a line every 10 s and one per evaluation)")
     if defaults:
         p.set_defaults(output_dir=DEFAULT_OUTPUT_DIR)
     return p

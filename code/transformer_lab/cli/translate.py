@@ -6,7 +6,8 @@
 Greedy decoding or beam search with GNMT's length penalty (Section 6.1 of Vaswani et al.,
 2017: beam 4, alpha 0.6, at most input length + 50 tokens). ``--show-alignment`` prints the
 encoder-decoder ("cross") attention weights of the output (Section 3.2.3) as a text table,
-averaged over the heads of the last layer unless ``--layer``/``--head`` pick one. This
+averaged over the heads of the last layer unless ``--layer``/``--head`` pick one. The
+text is lower-cased first (``normalise_text``), as the deck's explorer does. This
 module parses the command line into :class:`TranslateOptions` and calls the library's
 :func:`load_model`, :func:`translate` and :func:`cross_attention`. Bad input, an invalid
 checkpoint or a model whose logits are not finite: a one-line message and exit status 2.
@@ -23,7 +24,7 @@ import torch
 
 from .. import checks
 from ..checkpoint import CheckpointError
-from ..data import Vocabulary
+from ..data import Vocabulary, normalise_text
 from ..inference import check_layer_head, cross_attention, load_model, translate
 from ..model import Transformer
 
@@ -75,7 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
         "search, Section 6.1); optionally print the cross-attention alignment.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    p.add_argument("texts", nargs="+", metavar="text", help="source text(s) to translate, one per argument")
+    p.add_argument("texts", nargs="+", metavar="text", help="source text(s) to translate, one per argument (lower-cased first)")
     p.add_argument("--checkpoint", required=True, help="a run's output dir, its checkpoints/ dir, or a .pt file")
     p.add_argument("--latest", action="store_true", help="use the latest step checkpoint, not averaged.pt")
     p.add_argument("--beam-size", type=int, default=1, help="1 = greedy; the paper uses 4")
@@ -105,7 +106,8 @@ def main(argv: list[str] | None = None) -> int:
         model, src_vocab, tgt_vocab = load_model(options.checkpoint, prefer_averaged=not options.latest)
         check_layer_head(model, options.layer, options.head)  # before any decoding
         for text in options.texts:
-            ids, src = translate(model, src_vocab, tgt_vocab, text, options.beam_size, options.length_penalty)
+            ids, src = translate(model, src_vocab, tgt_vocab, normalise_text(text), options.beam_size,
+                                 options.length_penalty)
             print(tgt_vocab.decode(ids))
             if options.show_alignment:
                 show_alignment(model, src_vocab, tgt_vocab, src, ids, options)

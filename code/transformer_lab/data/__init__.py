@@ -6,7 +6,8 @@ their splits) and ``batching`` (padded batches, the token-budget sampler, the lo
 This file only re-exports them.
 """
 
-from .vocabulary import BOS, BOS_ID, EOS, EOS_ID, PAD, PAD_ID, SPECIALS, TOKENIZE_MODES, UNK, UNK_ID, Vocabulary
+from .vocabulary import (BOS, BOS_ID, EOS, EOS_ID, PAD, PAD_ID, SPECIALS, TOKENIZE_MODES, UNK, UNK_ID, Vocabulary,
+                         normalise_text)
 from .tasks import (
     ANIMAL_ADJECTIVES,
     ANIMALS,

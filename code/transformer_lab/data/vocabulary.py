@@ -127,6 +127,16 @@ class Vocabulary:
         return f"Vocabulary(size={len(self)}, tokenize={self.tokenize!r})"
 
 
+def normalise_text(text: str) -> str:
+    """A user's text as the tasks spell their sources: lower case ("The Fourth of JULY"
+    -> "the fourth of july"). Every task's source symbols are lower case, so a capital
+    would only become ``<unk>``. The explorer (``teaching/explorer.js``) does the same to
+    what is typed into it; the translate command line calls this."""
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str, got {type(text).__name__}")
+    return text.lower()
+
+
 def _split(text: str, tokenize: str) -> list[str]:
     if not isinstance(text, str):
         raise TypeError(f"text must be a str, got {type(text).__name__}")
