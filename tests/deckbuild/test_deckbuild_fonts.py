@@ -103,8 +103,12 @@ def test_mainfont_names_only_that_font_and_the_browser_default_paints_it(pages):
     page = pages["mainfont"]
     assert page.evaluate(FAMILIES) == {"main": '"CMU Bright"', "heading": '"CMU Bright"',
                                        "weight": "600", "code": '"Fira Mono", monospace'}
-    page.evaluate("""() => { const p = document.createElement('p'); p.id = 'probe';
-      p.style.fontFamily = 'initial'; p.textContent = 'Plain words'; document.body.appendChild(p); }""")
+    # a probe in the browser's default font, painted in the window (fixed, on top) and laid
+    # out before its fonts are read (two frames): an unpainted node reports no fonts
+    page.evaluate("""() => new Promise(done => { const p = document.createElement('p'); p.id = 'probe';
+      p.style.cssText = 'font-family: initial; position: fixed; top: 0; left: 0; z-index: 9999; margin: 0';
+      p.textContent = 'Plain words'; document.body.appendChild(p);
+      requestAnimationFrame(() => requestAnimationFrame(done)); })""")
     default = painted(page, "#probe")
     assert painted(page, ".present p") == default
     assert not any(custom for _, custom in default)
