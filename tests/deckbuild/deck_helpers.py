@@ -151,3 +151,19 @@ class Preview:
     def stop(self):
         self.proc.terminate()
         self.proc.wait(timeout=30)
+
+
+def open_deck(ctx, html: Path, size: tuple[int, int] | None = None,
+              errors: list[str] | None = None):
+    """A new page of the browser context ``ctx`` showing the built deck ``html`` once
+    reveal.js is ready; ``size``: the viewport (default: the context's); ``errors``: a
+    list the page's script errors are appended to."""
+    page = ctx.new_page()
+    if size is not None:
+        page.set_viewport_size({"width": size[0], "height": size[1]})
+    if errors is not None:
+        page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(Path(html).resolve().as_uri(), wait_until="load")
+    page.wait_for_function("() => window.Reveal && Reveal.isReady()", timeout=20000)
+    return page
+

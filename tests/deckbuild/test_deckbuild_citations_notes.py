@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from deck_helpers import open_deck
 from deckbuild import browser
 from deckbuild.build import BuildSettings, build_document
 
@@ -100,11 +101,8 @@ def pages(built):
     with browser.browser() as ctx:   # 1155 x 770: the 1050 x 700 slide at scale 1
         out = {}
         for name, result in built.items():
-            page = ctx.new_page()
             errors = []
-            page.on("pageerror", lambda e, errors=errors: errors.append(str(e)))
-            page.goto(result.html.as_uri(), wait_until="load")
-            page.wait_for_function("() => window.Reveal && Reveal.isReady()", timeout=20000)
+            page = open_deck(ctx, result.html, errors=errors)
             assert errors == [], errors
             out[name] = page
         yield out

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from deck_helpers import open_deck
 from deckbuild import browser, theme
 from deckbuild.build import BuildSettings, build_document
 
@@ -63,9 +64,7 @@ def pages(tmp_path_factory):
     with browser.browser() as ctx:
         out = {}
         for name, path in html.items():
-            page = ctx.new_page()
-            page.goto(path.as_uri(), wait_until="load")
-            page.wait_for_function("() => window.Reveal && Reveal.isReady()", timeout=20000)
+            page = open_deck(ctx, path)
             page.evaluate("() => Reveal.slide(1)")
             page.evaluate("() => document.fonts.ready")
             out[name] = page

@@ -7,7 +7,7 @@ steps or annotations, tabsets, callout options. Each test names the quarto-cli s
 
 import pytest
 
-from deck_helpers import parse_html
+from deck_helpers import parse_html, open_deck
 from deckbuild import browser
 from deckbuild.build import BuildSettings, build_document
 
@@ -277,10 +277,7 @@ def test_document_callout_options_apply_to_every_callout(built):
 def page(built):
     html, _ = built
     with browser.browser() as ctx:
-        p = ctx.new_page()
-        p.set_viewport_size({"width": 1050, "height": 700})
-        p.goto(html.resolve().as_uri(), wait_until="load")
-        p.wait_for_function("() => window.Reveal && Reveal.isReady()", timeout=20000)
+        p = open_deck(ctx, html, size=(1050, 700))
         yield p
         p.close()
 

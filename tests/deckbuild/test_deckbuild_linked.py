@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from deck_helpers import run_cli
+from deck_helpers import run_cli, open_deck
 from deckbuild import browser
 from deckbuild.build import BuildSettings, build_document
 from deckbuild.errors import DeckError
@@ -122,11 +122,8 @@ def test_the_linked_deck_works_from_file_urls(linked):
     root, _, _ = linked
     with browser.browser() as ctx:
         browser._block_network(ctx)
-        page = ctx.new_page()
         errors = []
-        page.on("pageerror", lambda e: errors.append(str(e)))
-        page.goto((root / "_output/talks/deck.html").as_uri(), wait_until="load")
-        page.wait_for_function("() => window.Reveal && Reveal.isReady()", timeout=20000)
+        page = open_deck(ctx, root / "_output/talks/deck.html", errors=errors)
         background = page.evaluate(
             "() => getComputedStyle(document.querySelector('.reveal-viewport')).backgroundColor")
         loaded = page.evaluate("""async () => {

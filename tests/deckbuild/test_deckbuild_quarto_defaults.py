@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from deck_helpers import open_deck
 from deckbuild import browser
 from deckbuild.build import BuildSettings, build_document
 from deckbuild.options import REVEALJS_DEFAULTS
@@ -149,11 +150,8 @@ def pages(decks):
     with browser.browser() as ctx:   # 1155 x 770: the 1050 x 700 slide at scale 1
         out = {}
         for name, html in decks.items():
-            page = ctx.new_page()
             errors = []
-            page.on("pageerror", lambda e, errors=errors: errors.append(str(e)))
-            page.goto(html.as_uri(), wait_until="load")
-            page.wait_for_function("() => window.Reveal && Reveal.isReady()", timeout=20000)
+            page = open_deck(ctx, html, errors=errors)
             page.evaluate("() => document.fonts.ready")
             assert errors == [], errors
             out[name] = page

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from deck_helpers import open_deck
 from deckbuild import browser, theme
 from deckbuild.build import BuildSettings, build_document
 from deckbuild.errors import DeckError
@@ -63,9 +64,7 @@ def measured(tmp_path_factory, monkeypatch_module):
     out = {}
     with browser.browser() as ctx:
         for name, html in decks.items():
-            page = ctx.new_page()
-            page.goto(html.as_uri(), wait_until="load")
-            page.wait_for_function("() => window.Reveal && Reveal.isReady()", timeout=20000)
+            page = open_deck(ctx, html)
             out[name] = page.evaluate(MEASURE)
             page.close()
     return out

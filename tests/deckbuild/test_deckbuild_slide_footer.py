@@ -8,6 +8,7 @@ on a corpus deck rendered by Quarto 1.4.554, whose three slide footers we did no
 
 import pytest
 
+from deck_helpers import open_deck
 from deckbuild import browser
 from deckbuild.build import BuildSettings, build_document
 
@@ -47,10 +48,7 @@ def page(tmp_path_factory):
     (root / "deck.qmd").write_text(DECK)
     html = build_document(root / "deck.qmd", BuildSettings(html_only=True), lambda *a, **k: None).html
     with browser.browser() as ctx:
-        p = ctx.new_page()
-        p.set_viewport_size({"width": 1050, "height": 700})
-        p.goto(html.resolve().as_uri(), wait_until="load")
-        p.wait_for_function("() => window.Reveal && Reveal.isReady()", timeout=20000)
+        p = open_deck(ctx, html, size=(1050, 700))
         yield p
         p.close()
 

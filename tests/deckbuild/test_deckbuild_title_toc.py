@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from deck_helpers import parse_html
+from deck_helpers import parse_html, open_deck
 from deckbuild import browser, dates, titleblock
 from deckbuild.build import BuildSettings, build_document
 from deckbuild.options import Source, reveal_config, resolve_options
@@ -289,11 +289,8 @@ def test_in_the_browser_the_toc_is_slide_two_and_the_slide_number_counts(tmp_pat
                                               "    toc-depth: 2\n")
     assert len(page.find("nav").find_all("li")) == 5
     with browser.browser() as ctx:
-        page = ctx.new_page()
         errors = []
-        page.on("pageerror", lambda e: errors.append(str(e)))
-        page.goto(result.html.as_uri(), wait_until="load")
-        page.wait_for_function("() => window.Reveal && Reveal.isReady()", timeout=20000)
+        page = open_deck(ctx, result.html, errors=errors)
         shown = page.evaluate(SHOWN)
     assert errors == []
     assert shown["tocIndex"] == 1 and shown["entries"] == 4
