@@ -112,8 +112,10 @@ def test_the_exercises_follow_the_slides_and_the_issues_list():
     assert len(EXERCISES) >= 12
     assert [e.number for e in EXERCISES] == list(NUMBERS)
     assert all(e.stem.startswith(f"ex{e.number:02d}_") and e.path.is_file() for e in EXERCISES)
+    deck = re.findall(r"\{\{< include chapters/(\S+) >\}\}", (REPO / "slides" / "index.qmd").read_text())
     chapters = [SLIDES[e.slide][0] for e in EXERCISES]
-    assert chapters == sorted(chapters)  # slide order
+    assert set(chapters) <= set(deck)
+    assert chapters == sorted(chapters, key=deck.index)  # slide order: the chapters' order in the deck
 
 
 # --------------------------------------------------------------------------- wrong answers
