@@ -63,7 +63,7 @@ clean:
 clean-venv:
 	rm -rf $(VENV)
 
-# The learner's exercises (exercises/, README "Exercises"): every one, or one with N=3;
+# The learner's exercises (exercises/, README "Exercises"): every one, or one with N=1;
 # SHOW=solution names the package's answer too. Needs only pip install -e ".[test]": the
 # project's .venv when there is one, else the python3 on PATH (a learner's own environment).
 EXERCISES_PY = $(if $(wildcard $(PY)),$(PY),$(PYTHON))

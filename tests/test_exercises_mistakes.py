@@ -20,32 +20,6 @@ from exercises.grader import EXERCISES, PASSED, WRONG, exercise, grade  # noqa: 
 SOLUTIONS = {
     1: '''
 import math
-from torch import nn
-
-
-class TokenEmbedding(nn.Module):
-    def __init__(self, vocab_size, d_model, padding_idx=None):
-        super().__init__()
-        self.embedding = nn.Embedding(vocab_size, d_model, padding_idx=padding_idx)
-        self.d_model = d_model
-
-    def forward(self, tokens, name="tokens"):
-        return self.embedding(tokens) * math.sqrt(self.d_model)
-''',
-    2: '''
-import torch
-
-
-def sinusoidal_positional_encoding(length, d_model, *, dtype=torch.float32, device=None):
-    position = torch.arange(length, dtype=dtype, device=device).unsqueeze(1)
-    div = torch.pow(10000.0, torch.arange(0, d_model, 2, dtype=dtype, device=device) / d_model)
-    pe = torch.zeros(length, d_model, dtype=dtype, device=device)
-    pe[:, 0::2] = torch.sin(position / div)
-    pe[:, 1::2] = torch.cos(position / div)
-    return pe
-''',
-    3: '''
-import math
 import torch
 
 
@@ -68,7 +42,7 @@ def scaled_dot_product_attention(query, key, value, mask=None, dropout_p=0.0, *,
     weights = torch.nn.functional.dropout(weights, dropout_p)
     return weights @ value
 ''',
-    4: '''
+    2: '''
 import torch
 
 
@@ -80,7 +54,7 @@ def causal_mask(size, device=None):
 def padding_mask(tokens, pad_id):
     return (tokens != pad_id).unsqueeze(1).unsqueeze(2)
 ''',
-    5: '''
+    3: '''
 from torch import nn
 
 
@@ -97,7 +71,7 @@ class MultiHeadAttention(nn.Module):
         B, H, T, Kv = x.shape
         return x.permute(0, 2, 1, 3).contiguous().view(B, T, H * Kv)
 ''',
-    6: '''
+    4: '''
 import math
 from torch import nn
 
@@ -131,6 +105,32 @@ class MultiHeadAttention(nn.Module):
             s = s.masked_fill(~mask, -1e9)
         w = self.drop(s.softmax(-1))
         return self.w_o(self.merge_heads(w @ v))
+''',
+    5: '''
+import math
+from torch import nn
+
+
+class TokenEmbedding(nn.Module):
+    def __init__(self, vocab_size, d_model, padding_idx=None):
+        super().__init__()
+        self.embedding = nn.Embedding(vocab_size, d_model, padding_idx=padding_idx)
+        self.d_model = d_model
+
+    def forward(self, tokens, name="tokens"):
+        return self.embedding(tokens) * math.sqrt(self.d_model)
+''',
+    6: '''
+import torch
+
+
+def sinusoidal_positional_encoding(length, d_model, *, dtype=torch.float32, device=None):
+    position = torch.arange(length, dtype=dtype, device=device).unsqueeze(1)
+    div = torch.pow(10000.0, torch.arange(0, d_model, 2, dtype=dtype, device=device) / d_model)
+    pe = torch.zeros(length, d_model, dtype=dtype, device=device)
+    pe[:, 0::2] = torch.sin(position / div)
+    pe[:, 1::2] = torch.cos(position / div)
+    return pe
 ''',
     7: '''
 import torch
@@ -349,47 +349,36 @@ ALL = "all"  # an edit that replaces every occurrence
 
 # (exercise, mistake name): the edits of the learner's answer that make that mistake.
 EDITS = {
-    (1, "missing sqrt(d_model) scale"): [("self.embedding(tokens) * math.sqrt(self.d_model)", "self.embedding(tokens)")],
-    (1, "divided by sqrt(d_model)"): [("* math.sqrt(self.d_model)", "/ math.sqrt(self.d_model)")],
-    (1, "scaled by d_model"): [("* math.sqrt(self.d_model)", "* self.d_model")],
-    (1, "padding_idx not passed"): [(", padding_idx=padding_idx)", ")")],
-    (2, "sin and cos swapped"): [("torch.sin(position", "torch.SIN(position"), ("torch.cos(position", "torch.sin(position"),
-                                 ("torch.SIN(position", "torch.cos(position")],
-    (2, "sines and cosines in halves"): [("pe[:, 0::2]", "pe[:, : d_model // 2]"), ("pe[:, 1::2]", "pe[:, d_model // 2 :]")],
-    (2, "exponent i/d_model"): [("torch.arange(0, d_model, 2,", "torch.arange(0, d_model // 2,")],
-    (2, "odd columns use their own index"): [("torch.arange(0, d_model, 2,", "torch.arange(0, d_model,"),
-                                             ("torch.sin(position / div)", "torch.sin(position / div[0::2])"),
-                                             ("torch.cos(position / div)", "torch.cos(position / div[1::2])")],
-    (3, "mask after the softmax"): [("scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)", "pass")],
-    (3, "divided by d_k"): [("/ math.sqrt(query.size(-1))", "/ query.size(-1)")],
-    (3, "not scaled"): [(" / math.sqrt(query.size(-1))", "")],
-    (3, "softmax over the queries"): [("torch.softmax(scores, dim=-1)", "torch.softmax(scores, dim=-2)")],
-    (3, "mask inverted"): [("masked_fill(~mask,", "masked_fill(mask,"), ("weights * mask", "weights * ~mask")],
-    (3, "masked with -inf"): [("torch.finfo(scores.dtype).min", "float('-inf')")],
-    (3, "empty row uniform"): [("    if mask is not None:\n        weights = weights * mask\n", "")],
-    (3, "on_weights not called"): [("    if on_weights is not None:\n        on_weights(weights)\n", "")],
-    (3, "empty row averages the values"): [(
+    (1, "mask after the softmax"): [("scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)", "pass")],
+    (1, "divided by d_k"): [("/ math.sqrt(query.size(-1))", "/ query.size(-1)")],
+    (1, "not scaled"): [(" / math.sqrt(query.size(-1))", "")],
+    (1, "softmax over the queries"): [("torch.softmax(scores, dim=-1)", "torch.softmax(scores, dim=-2)")],
+    (1, "mask inverted"): [("masked_fill(~mask,", "masked_fill(mask,"), ("weights * mask", "weights * ~mask")],
+    (1, "masked with -inf"): [("torch.finfo(scores.dtype).min", "float('-inf')")],
+    (1, "empty row uniform"): [("    if mask is not None:\n        weights = weights * mask\n", "")],
+    (1, "on_weights not called"): [("    if on_weights is not None:\n        on_weights(weights)\n", "")],
+    (1, "empty row averages the values"): [(
         "weights = attention_weights(query, key, mask, bias=bias)",
         "s = query @ key.transpose(-2, -1) / math.sqrt(query.size(-1))\n"
         "    weights = (s if mask is None else s.masked_fill(~mask, -1e9)).softmax(-1)")],
-    (4, "diagonal excluded"): [("i[None, :] <= i[:, None]", "i[None, :] < i[:, None]")],
-    (4, "sees the next token"): [("i[None, :] <= i[:, None]", "i[None, :] <= i[:, None] + 1")],
-    (4, "causal mask inverted"): [("i[None, :] <= i[:, None]", "i[None, :] > i[:, None]")],
-    (4, "float mask"): [("return i[None, :] <= i[:, None]", "return (i[None, :] <= i[:, None]).float()")],
-    (4, "padding mask inverted"): [("tokens != pad_id", "tokens == pad_id")],
-    (4, "padding mask of shape (B, S)"): [(".unsqueeze(1).unsqueeze(2)", "")],
-    (4, "padding mask hides queries"): [(".unsqueeze(1).unsqueeze(2)", ".unsqueeze(1).unsqueeze(3)")],
-    (5, "heads on the sequence axis"): [("x.reshape(B, L, self.num_heads, head_dim).permute(0, 2, 1, 3)",
+    (2, "diagonal excluded"): [("i[None, :] <= i[:, None]", "i[None, :] < i[:, None]")],
+    (2, "sees the next token"): [("i[None, :] <= i[:, None]", "i[None, :] <= i[:, None] + 1")],
+    (2, "causal mask inverted"): [("i[None, :] <= i[:, None]", "i[None, :] > i[:, None]")],
+    (2, "float mask"): [("return i[None, :] <= i[:, None]", "return (i[None, :] <= i[:, None]).float()")],
+    (2, "padding mask inverted"): [("tokens != pad_id", "tokens == pad_id")],
+    (2, "padding mask of shape (B, S)"): [(".unsqueeze(1).unsqueeze(2)", "")],
+    (2, "padding mask hides queries"): [(".unsqueeze(1).unsqueeze(2)", ".unsqueeze(1).unsqueeze(3)")],
+    (3, "heads on the sequence axis"): [("x.reshape(B, L, self.num_heads, head_dim).permute(0, 2, 1, 3)",
                                          "x.reshape(B, self.num_heads, L, head_dim)")],
-    (5, "heads on the batch axis"): [("head_dim).permute(0, 2, 1, 3)",
+    (3, "heads on the batch axis"): [("head_dim).permute(0, 2, 1, 3)",
                                       "head_dim).permute(0, 2, 1, 3).reshape(B * self.num_heads, L, head_dim)")],
-    (5, "every H-th feature"): [("x.reshape(B, L, self.num_heads, head_dim).permute(0, 2, 1, 3)",
+    (3, "every H-th feature"): [("x.reshape(B, L, self.num_heads, head_dim).permute(0, 2, 1, 3)",
                                  "x.reshape(B, L, head_dim, self.num_heads).permute(0, 3, 1, 2)")],
-    (5, "merged without the transpose"): [("x.permute(0, 2, 1, 3).contiguous().view(B, T, H * Kv)",
+    (3, "merged without the transpose"): [("x.permute(0, 2, 1, 3).contiguous().view(B, T, H * Kv)",
                                            "x.reshape(B, T, H * Kv)")],
-    (5, "heads concatenated along positions"): [("x.permute(0, 2, 1, 3).contiguous().view(B, T, H * Kv)",
+    (3, "heads concatenated along positions"): [("x.permute(0, 2, 1, 3).contiguous().view(B, T, H * Kv)",
                                                  "x.reshape(B, H * T, Kv)")],
-    (6, "projections in a Python list"): [
+    (4, "projections in a Python list"): [
         ("self.w_q = nn.Linear(d_model, num_heads * self.d_k, bias=bias)",
          "self.linears = [nn.Linear(d_model, d_model, bias=bias) for _ in range(4)]"),
         ("self.w_k = nn.Linear(d_model, num_heads * self.d_k, bias=bias)", ""),
@@ -397,11 +386,22 @@ EDITS = {
         ("self.w_o = nn.Linear(num_heads * self.d_v, d_model, bias=bias)", ""),
         ("self.w_q(", "self.linears[0]("), ("self.w_k(", "self.linears[1]("), ("self.w_v(", "self.linears[2]("),
         ("self.w_o(", "self.linears[3](")],
-    (6, "heads on the sequence axis"): [("x.view(B, L, self.h, head_dim).transpose(1, 2)", "x.view(B, self.h, L, head_dim)")],
-    (6, "merged without the transpose"): [("x.transpose(1, 2).reshape(B, T, H * Kv)", "x.reshape(B, T, H * Kv)")],
-    (6, "divided by d_k"): [("/ math.sqrt(self.d_k)", "/ self.d_k")],
-    (6, "mask not used"): [("        if mask is not None:\n            s = s.masked_fill(~mask, -1e9)\n", "")],
-    (6, "no output projection"): [("return self.w_o(self.merge_heads(w @ v))", "return self.merge_heads(w @ v)")],
+    (4, "heads on the sequence axis"): [("x.view(B, L, self.h, head_dim).transpose(1, 2)", "x.view(B, self.h, L, head_dim)")],
+    (4, "merged without the transpose"): [("x.transpose(1, 2).reshape(B, T, H * Kv)", "x.reshape(B, T, H * Kv)")],
+    (4, "divided by d_k"): [("/ math.sqrt(self.d_k)", "/ self.d_k")],
+    (4, "mask not used"): [("        if mask is not None:\n            s = s.masked_fill(~mask, -1e9)\n", "")],
+    (4, "no output projection"): [("return self.w_o(self.merge_heads(w @ v))", "return self.merge_heads(w @ v)")],
+    (5, "missing sqrt(d_model) scale"): [("self.embedding(tokens) * math.sqrt(self.d_model)", "self.embedding(tokens)")],
+    (5, "divided by sqrt(d_model)"): [("* math.sqrt(self.d_model)", "/ math.sqrt(self.d_model)")],
+    (5, "scaled by d_model"): [("* math.sqrt(self.d_model)", "* self.d_model")],
+    (5, "padding_idx not passed"): [(", padding_idx=padding_idx)", ")")],
+    (6, "sin and cos swapped"): [("torch.sin(position", "torch.SIN(position"), ("torch.cos(position", "torch.sin(position"),
+                                 ("torch.SIN(position", "torch.cos(position")],
+    (6, "sines and cosines in halves"): [("pe[:, 0::2]", "pe[:, : d_model // 2]"), ("pe[:, 1::2]", "pe[:, d_model // 2 :]")],
+    (6, "exponent i/d_model"): [("torch.arange(0, d_model, 2,", "torch.arange(0, d_model // 2,")],
+    (6, "odd columns use their own index"): [("torch.arange(0, d_model, 2,", "torch.arange(0, d_model,"),
+                                             ("torch.sin(position / div)", "torch.sin(position / div[0::2])"),
+                                             ("torch.cos(position / div)", "torch.cos(position / div[1::2])")],
     (7, "no ReLU"): [("torch.relu(self.w_1(x))", "self.w_1(x)")],
     (7, "ReLU after W_2"): [("return self.w_2(", "return torch.relu(self.w_2("), ("(self.w_1(x))))", "(self.w_1(x)))))")],
     (7, "dropout on the output"): [("self.w_2(self.dropout(torch.relu(self.w_1(x))))",

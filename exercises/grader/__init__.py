@@ -1,11 +1,11 @@
-"""The exercises' grader: ``make exercises`` (all), ``make exercises N=3`` (one), or from a
+"""The exercises' grader: ``make exercises`` (all), ``make exercises N=1`` (one), or from a
 notebook started at the repository's root::
 
     from exercises.grader import check
-    check(3)                          # exercises/ex03_attention.py
-    check(3, path="my_attention.py")  # a copy of the exercise elsewhere
-    check(3, module=my_module)        # a module already imported
-    check(3, solution=True)           # name the package's solution and its slide
+    check(1)                          # exercises/ex01_attention.py
+    check(1, path="my_attention.py")  # a copy of the exercise elsewhere
+    check(1, module=my_module)        # a module already imported
+    check(1, solution=True)           # name the package's solution and its slide
 
 Each exercise is compared with the package (the answer key) on seeded random inputs of
 unequal sizes, checked against the properties the paper states, and, when wrong, matched
@@ -29,7 +29,7 @@ from .multi_head import FEED_FORWARD, MULTI_HEAD
 from .training import LABEL_SMOOTHING, LEARNING_RATE
 
 EXERCISES: tuple[Exercise, ...] = (
-    EMBEDDING, POSITIONS, ATTENTION, MASKS, HEADS, MULTI_HEAD, FEED_FORWARD, RESIDUAL, ENCODER, DECODER,
+    ATTENTION, MASKS, HEADS, MULTI_HEAD, EMBEDDING, POSITIONS, FEED_FORWARD, RESIDUAL, ENCODER, DECODER,
     LEARNING_RATE, LABEL_SMOOTHING, GREEDY, BEAM,
 )
 
@@ -50,7 +50,7 @@ def check(number: int | None = None, *, path: str | Path | None = None, module: 
     the Result (a list of them for every exercise)."""
     if number is None:
         if path is not None or module is not None:
-            raise ValueError("path and module need an exercise number: check(3, path=...)")
+            raise ValueError("path and module need an exercise number: check(1, path=...)")
         results = [grade(e, show_solution=solution) for e in EXERCISES]
         print("\n\n".join(r.report() for r in results))
         print("\n" + summary(results))

@@ -23,7 +23,7 @@ class Raised:
 
     type_name: str
     message: str
-    where: str = ""  # "exercises/ex03_attention.py line 42" when raised in the learner's file
+    where: str = ""  # "exercises/ex01_attention.py line 42" when raised in the learner's file
 
     @classmethod
     def from_exception(cls, error: BaseException, learner_file: str | None) -> "Raised":

@@ -1,4 +1,4 @@
-"""pytest options of the grader (``make exercises N=3 SHOW=solution`` passes them) and the
+"""pytest options of the grader (``make exercises N=1 SHOW=solution`` passes them) and the
 report printed after the run: every exercise's report, then one line each."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Exercises 1-5: the token embedding, the positional encoding, equation (1), the masks,
-and the heads' reshapes. Each mistake is the package's code with one thing done wrong."""
+"""Exercises 1, 5 and 6: equation (1), the token embedding and the positional encoding.
+Each mistake is the package's code with one thing done wrong."""
 
 from __future__ import annotations
 
@@ -14,124 +14,7 @@ from transformer_lab.positional_encoding import relative_position_map
 from .core import Exercise, Mistake, Part, Property
 from .inputs import B, D, H, K, PAD, S, T, V, generator, load_weights, padded_tokens, randn, seeded
 
-# --------------------------------------------------------------------------- 1 embedding
-
-
-def run_embedding(ns, rec):
-    g = generator()
-    for vocab, d_model in ((V, D), (13, 6)):
-        reference = seeded(vocab, lambda: tl.TokenEmbedding(vocab, d_model, padding_idx=PAD))
-        mine = rec.call(f"TokenEmbedding({vocab}, {d_model}, padding_idx={PAD})",
-                        lambda: ns.TokenEmbedding(vocab, d_model, padding_idx=PAD))
-        rec.call("loading the package's weights", lambda: load_weights(mine, reference))
-        tokens = padded_tokens(g, vocab=vocab)
-        out = rec(f"forward(tokens {tuple(tokens.shape)}), d_model={d_model}", lambda: mine(tokens))
-        rec.call("backward() from the sum of the output", lambda: out.sum().backward())
-        rec("the gradient of the padding token's row", lambda: mine.embedding.weight.grad[PAD])
-
-
-class _NoScale(tl.TokenEmbedding):
-    def forward(self, tokens, name="tokens"):
-        return self.embedding(tokens)
-
-
-class _DividedByScale(tl.TokenEmbedding):
-    def forward(self, tokens, name="tokens"):
-        return self.embedding(tokens) / self.scale
-
-
-class _ScaledByDModel(tl.TokenEmbedding):
-    def forward(self, tokens, name="tokens"):
-        return self.embedding(tokens) * self.d_model
-
-
-class _NoPaddingIdx(tl.TokenEmbedding):
-    def __init__(self, vocab_size, d_model, padding_idx=None):
-        super().__init__(vocab_size, d_model, padding_idx)
-        self.embedding = nn.Embedding(vocab_size, d_model)
-
-
-EMBEDDING = Exercise(1, "ex01_embedding", "token embedding", "embedding", {"TokenEmbedding": tl.TokenEmbedding}, (
-    Part("TokenEmbedding", run_embedding, tl.TokenEmbedding, mistakes=(
-        Mistake("missing sqrt(d_model) scale", "the embeddings are not multiplied by sqrt(d_model) "
-                "(Section 3.4), so they are sqrt(d_model) times smaller than the positional encodings "
-                "added to them.", "embedding", {"TokenEmbedding": _NoScale}),
-        Mistake("divided by sqrt(d_model)", "the embeddings are divided by sqrt(d_model); Section 3.4 "
-                "multiplies them by it.", "embedding", {"TokenEmbedding": _DividedByScale}),
-        Mistake("scaled by d_model", "the embeddings are multiplied by d_model; Section 3.4 multiplies "
-                "them by its square root.", "embedding", {"TokenEmbedding": _ScaledByDModel}),
-        Mistake("padding_idx not passed", "nn.Embedding was built without padding_idx, so the padding "
-                "token's row receives gradients and is trained like a word.", "embedding",
-                {"TokenEmbedding": _NoPaddingIdx}),
-    )),
-))
-
-# --------------------------------------------------------------------------- 2 positional encoding
-
-PE_CALLS = ((T, D, torch.float32), (S, 6, torch.float32), (50, 8, torch.float64))
-
-
-def run_positions(ns, rec):
-    for length, d_model, dtype in PE_CALLS:
-        rec(f"sinusoidal_positional_encoding({length}, {d_model}, dtype={dtype})",
-            lambda: ns.sinusoidal_positional_encoding(length, d_model, dtype=dtype))
-
-
-def _pe_swapped(length, d_model, *, dtype=torch.float32, device=None):
-    table = tl.sinusoidal_positional_encoding(length, d_model, dtype=torch.float64)
-    return table.view(length, d_model // 2, 2).flip(-1).reshape(length, d_model).to(dtype)  # cos, sin
-
-
-def _pe_halves(length, d_model, *, dtype=torch.float32, device=None):
-    table = tl.sinusoidal_positional_encoding(length, d_model, dtype=torch.float64)
-    return torch.cat([table[:, 0::2], table[:, 1::2]], dim=1).to(dtype)  # sines, then cosines
-
-
-def _pe_from_exponents(length, d_model, even_exponent, odd_exponent, dtype):
-    position = torch.arange(length, dtype=torch.float64)[:, None]  # (L, 1)
-    i = torch.arange(d_model // 2, dtype=torch.float64)  # pair index
-    table = torch.empty(length, d_model, dtype=torch.float64)
-    table[:, 0::2] = torch.sin(position / 10000.0 ** (even_exponent(i) / d_model))
-    table[:, 1::2] = torch.cos(position / 10000.0 ** (odd_exponent(i) / d_model))
-    return table.to(dtype)
-
-
-def _pe_pair_index(length, d_model, *, dtype=torch.float32, device=None):
-    return _pe_from_exponents(length, d_model, lambda i: i, lambda i: i, dtype)  # i / d, not 2i / d
-
-
-def _pe_column_index(length, d_model, *, dtype=torch.float32, device=None):
-    return _pe_from_exponents(length, d_model, lambda i: 2 * i, lambda i: 2 * i + 1, dtype)
-
-
-def _pe_relative(ns) -> bool:
-    table = ns.sinusoidal_positional_encoding(40, D, dtype=torch.float64)
-    return torch.allclose(table[3:], table[:-3] @ relative_position_map(3, D), atol=1e-6)
-
-
-POSITIONS = Exercise(2, "ex02_positional_encoding", "sinusoidal positional encoding", "positions",
-                     {"sinusoidal_positional_encoding": tl.sinusoidal_positional_encoding}, (
-    Part("sinusoidal_positional_encoding", run_positions, tl.sinusoidal_positional_encoding, mistakes=(
-        Mistake("sin and cos swapped", "the even columns hold cosines and the odd ones sines; Section 3.5 "
-                "puts sin in column 2i and cos in column 2i+1 (row 0 is 0, 1, 0, 1, ...).",
-                "mistakes-heads-sincos", {"sinusoidal_positional_encoding": _pe_swapped}),
-        Mistake("sines and cosines in halves", "all the sines come first and all the cosines after them "
-                "(tensor2tensor's layout); Section 3.5 interleaves them, sin in column 2i, cos in 2i+1.",
-                "positions", {"sinusoidal_positional_encoding": _pe_halves}),
-        Mistake("exponent i/d_model", "the wavelength uses 10000^(i/d_model) with i the pair index; "
-                "the exponent is 2i/d_model, so the wavelengths reach 10000 * 2pi only at the last pair.",
-                "positions", {"sinusoidal_positional_encoding": _pe_pair_index}),
-        Mistake("odd columns use their own index", "the cosine in column 2i+1 uses 10000^((2i+1)/d_model); "
-                "each sin/cos pair shares one frequency, 10000^(2i/d_model).", "positions",
-                {"sinusoidal_positional_encoding": _pe_column_index}),
-    ), properties=(
-        Property("row 0 is 0, 1, 0, 1, ... (sin 0 and cos 0)",
-                 lambda ns: ns.sinusoidal_positional_encoding(1, 8)[0].tolist() == [0.0, 1.0] * 4),
-        Property("PE(pos + 3) is a linear function of PE(pos), the same for every pos", _pe_relative),
-    )),
-))
-
-# --------------------------------------------------------------------------- 3 attention
+# --------------------------------------------------------------------------- 1 attention
 
 
 def attention_inputs():
@@ -218,7 +101,7 @@ MASK_AFTER = Mistake(
     "mask after the softmax", "the mask is applied after the softmax, so each query's weights sum to less "
     "than 1 over the keys it may see; set the masked scores to the lowest value before the softmax.",
     "mistakes-scale-mask", {"attention_weights": _weights(SQRT, MIN, before=False)})
-ATTENTION = Exercise(3, "ex03_attention", "attention weights and scaled dot-product attention", "attention", {
+ATTENTION = Exercise(1, "ex01_attention", "attention weights and scaled dot-product attention", "attention", {
     "attention_weights": tl.attention_weights, "scaled_dot_product_attention": tl.scaled_dot_product_attention}, (
     Part("attention_weights", run_attention_weights, tl.attention_weights, mistakes=(
         MASK_AFTER,
@@ -250,5 +133,122 @@ ATTENTION = Exercise(3, "ex03_attention", "attention weights and scaled dot-prod
         Mistake("empty row averages the values", "a query that may see no key gets the mean of the values "
                 "instead of a zero output: its weights must be zero, not 1/S.", "empty-row",
                 {"scaled_dot_product_attention": _sdpa_uniform_empty_rows}),
+    )),
+))
+
+# --------------------------------------------------------------------------- 5 embedding
+
+
+def run_embedding(ns, rec):
+    g = generator()
+    for vocab, d_model in ((V, D), (13, 6)):
+        reference = seeded(vocab, lambda: tl.TokenEmbedding(vocab, d_model, padding_idx=PAD))
+        mine = rec.call(f"TokenEmbedding({vocab}, {d_model}, padding_idx={PAD})",
+                        lambda: ns.TokenEmbedding(vocab, d_model, padding_idx=PAD))
+        rec.call("loading the package's weights", lambda: load_weights(mine, reference))
+        tokens = padded_tokens(g, vocab=vocab)
+        out = rec(f"forward(tokens {tuple(tokens.shape)}), d_model={d_model}", lambda: mine(tokens))
+        rec.call("backward() from the sum of the output", lambda: out.sum().backward())
+        rec("the gradient of the padding token's row", lambda: mine.embedding.weight.grad[PAD])
+
+
+class _NoScale(tl.TokenEmbedding):
+    def forward(self, tokens, name="tokens"):
+        return self.embedding(tokens)
+
+
+class _DividedByScale(tl.TokenEmbedding):
+    def forward(self, tokens, name="tokens"):
+        return self.embedding(tokens) / self.scale
+
+
+class _ScaledByDModel(tl.TokenEmbedding):
+    def forward(self, tokens, name="tokens"):
+        return self.embedding(tokens) * self.d_model
+
+
+class _NoPaddingIdx(tl.TokenEmbedding):
+    def __init__(self, vocab_size, d_model, padding_idx=None):
+        super().__init__(vocab_size, d_model, padding_idx)
+        self.embedding = nn.Embedding(vocab_size, d_model)
+
+
+EMBEDDING = Exercise(5, "ex05_embedding", "token embedding", "embedding", {"TokenEmbedding": tl.TokenEmbedding}, (
+    Part("TokenEmbedding", run_embedding, tl.TokenEmbedding, mistakes=(
+        Mistake("missing sqrt(d_model) scale", "the embeddings are not multiplied by sqrt(d_model) "
+                "(Section 3.4), so they are sqrt(d_model) times smaller than the positional encodings "
+                "added to them.", "embedding", {"TokenEmbedding": _NoScale}),
+        Mistake("divided by sqrt(d_model)", "the embeddings are divided by sqrt(d_model); Section 3.4 "
+                "multiplies them by it.", "embedding", {"TokenEmbedding": _DividedByScale}),
+        Mistake("scaled by d_model", "the embeddings are multiplied by d_model; Section 3.4 multiplies "
+                "them by its square root.", "embedding", {"TokenEmbedding": _ScaledByDModel}),
+        Mistake("padding_idx not passed", "nn.Embedding was built without padding_idx, so the padding "
+                "token's row receives gradients and is trained like a word.", "embedding",
+                {"TokenEmbedding": _NoPaddingIdx}),
+    )),
+))
+
+# --------------------------------------------------------------------------- 6 positional encoding
+
+PE_CALLS = ((T, D, torch.float32), (S, 6, torch.float32), (50, 8, torch.float64))
+
+
+def run_positions(ns, rec):
+    for length, d_model, dtype in PE_CALLS:
+        rec(f"sinusoidal_positional_encoding({length}, {d_model}, dtype={dtype})",
+            lambda: ns.sinusoidal_positional_encoding(length, d_model, dtype=dtype))
+
+
+def _pe_swapped(length, d_model, *, dtype=torch.float32, device=None):
+    table = tl.sinusoidal_positional_encoding(length, d_model, dtype=torch.float64)
+    return table.view(length, d_model // 2, 2).flip(-1).reshape(length, d_model).to(dtype)  # cos, sin
+
+
+def _pe_halves(length, d_model, *, dtype=torch.float32, device=None):
+    table = tl.sinusoidal_positional_encoding(length, d_model, dtype=torch.float64)
+    return torch.cat([table[:, 0::2], table[:, 1::2]], dim=1).to(dtype)  # sines, then cosines
+
+
+def _pe_from_exponents(length, d_model, even_exponent, odd_exponent, dtype):
+    position = torch.arange(length, dtype=torch.float64)[:, None]  # (L, 1)
+    i = torch.arange(d_model // 2, dtype=torch.float64)  # pair index
+    table = torch.empty(length, d_model, dtype=torch.float64)
+    table[:, 0::2] = torch.sin(position / 10000.0 ** (even_exponent(i) / d_model))
+    table[:, 1::2] = torch.cos(position / 10000.0 ** (odd_exponent(i) / d_model))
+    return table.to(dtype)
+
+
+def _pe_pair_index(length, d_model, *, dtype=torch.float32, device=None):
+    return _pe_from_exponents(length, d_model, lambda i: i, lambda i: i, dtype)  # i / d, not 2i / d
+
+
+def _pe_column_index(length, d_model, *, dtype=torch.float32, device=None):
+    return _pe_from_exponents(length, d_model, lambda i: 2 * i, lambda i: 2 * i + 1, dtype)
+
+
+def _pe_relative(ns) -> bool:
+    table = ns.sinusoidal_positional_encoding(40, D, dtype=torch.float64)
+    return torch.allclose(table[3:], table[:-3] @ relative_position_map(3, D), atol=1e-6)
+
+
+POSITIONS = Exercise(6, "ex06_positional_encoding", "sinusoidal positional encoding", "positions",
+                     {"sinusoidal_positional_encoding": tl.sinusoidal_positional_encoding}, (
+    Part("sinusoidal_positional_encoding", run_positions, tl.sinusoidal_positional_encoding, mistakes=(
+        Mistake("sin and cos swapped", "the even columns hold cosines and the odd ones sines; Section 3.5 "
+                "puts sin in column 2i and cos in column 2i+1 (row 0 is 0, 1, 0, 1, ...).",
+                "mistakes-heads-sincos", {"sinusoidal_positional_encoding": _pe_swapped}),
+        Mistake("sines and cosines in halves", "all the sines come first and all the cosines after them "
+                "(tensor2tensor's layout); Section 3.5 interleaves them, sin in column 2i, cos in 2i+1.",
+                "positions", {"sinusoidal_positional_encoding": _pe_halves}),
+        Mistake("exponent i/d_model", "the wavelength uses 10000^(i/d_model) with i the pair index; "
+                "the exponent is 2i/d_model, so the wavelengths reach 10000 * 2pi only at the last pair.",
+                "positions", {"sinusoidal_positional_encoding": _pe_pair_index}),
+        Mistake("odd columns use their own index", "the cosine in column 2i+1 uses 10000^((2i+1)/d_model); "
+                "each sin/cos pair shares one frequency, 10000^(2i/d_model).", "positions",
+                {"sinusoidal_positional_encoding": _pe_column_index}),
+    ), properties=(
+        Property("row 0 is 0, 1, 0, 1, ... (sin 0 and cos 0)",
+                 lambda ns: ns.sinusoidal_positional_encoding(1, 8)[0].tolist() == [0.0, 1.0] * 4),
+        Property("PE(pos + 3) is a linear function of PE(pos), the same for every pos", _pe_relative),
     )),
 ))

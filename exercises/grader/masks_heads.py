@@ -1,4 +1,4 @@
-"""Exercises 4 and 5: the causal and padding masks, and the heads' split and merge."""
+"""Exercises 2 and 3: the causal and padding masks, and the heads' split and merge."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import transformer_lab as tl
 from .core import Exercise, Mistake, Part, Property
 from .inputs import B, D, H, K, PAD, S, T, generator, padded_tokens, randn
 
-# --------------------------------------------------------------------------- 4 masks
+# --------------------------------------------------------------------------- 2 masks
 
 
 def run_causal(ns, rec):
@@ -46,7 +46,7 @@ def _padding_holds(ns) -> bool:
     return bool((mask.expand(B, H, T, S) == (tokens != PAD)[:, None, None, :]).all())
 
 
-MASKS = Exercise(4, "ex04_masks", "causal and padding masks", "masks",
+MASKS = Exercise(2, "ex02_masks", "causal and padding masks", "masks",
                  {"causal_mask": tl.causal_mask, "padding_mask": tl.padding_mask}, (
     Part("causal_mask", run_causal, tl.causal_mask, mistakes=(
         Mistake("diagonal excluded", "the mask hides the diagonal (tril(-1)), so a token may not see itself "
@@ -78,7 +78,7 @@ MASKS = Exercise(4, "ex04_masks", "causal and padding masks", "masks",
     )),
 ))
 
-# --------------------------------------------------------------------------- 5 heads
+# --------------------------------------------------------------------------- 3 heads
 
 
 def run_split(ns, rec):
@@ -145,7 +145,7 @@ MERGE_NO_TRANSPOSE = Mistake(
     "merged without the transpose", "merge_heads reshapes (B, H, T, Kv) straight to (B, T, H*Kv), mixing "
     "the features of different positions into one row; transpose to (B, T, H, Kv) first.",
     "mistakes-heads-sincos", {"MultiHeadAttention": _MergeNoTranspose})
-HEADS = Exercise(5, "ex05_heads", "splitting and merging heads", "heads",
+HEADS = Exercise(3, "ex03_heads", "splitting and merging heads", "heads",
                  {"MultiHeadAttention": tl.MultiHeadAttention}, (
     Part("split_heads", run_split, tl.MultiHeadAttention.split_heads, mistakes=(
         SPLIT_NO_TRANSPOSE,

@@ -1,4 +1,4 @@
-"""Exercises 6 and 7: multi-head attention and the position-wise feed-forward network."""
+"""Exercises 4 and 7: multi-head attention and the position-wise feed-forward network."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from .inputs import (B, D, F_FF, H, PAD, S, T, generator, load_weights, padded_t
 from .inputs_attention import MIN, _weights
 from .masks_heads import MERGE_NO_TRANSPOSE, SPLIT_NO_TRANSPOSE
 
-# --------------------------------------------------------------------------- 6 multi-head attention
+# --------------------------------------------------------------------------- 4 multi-head attention
 
 MHA_BUILDS = ((f"MultiHeadAttention({D}, {H})", {}),
               (f"MultiHeadAttention({D}, {H}, d_k=5, d_v=2, bias=False)", dict(d_k=5, d_v=2, bias=False)))
@@ -102,7 +102,7 @@ def _every_parameter_learns(ns) -> bool:
     return len(params) == 8 and all(p.grad is not None and bool(p.grad.abs().sum() > 0) for p in params)
 
 
-MULTI_HEAD = Exercise(6, "ex06_multi_head_attention", "multi-head attention", "multi-head",
+MULTI_HEAD = Exercise(4, "ex04_multi_head_attention", "multi-head attention", "multi-head",
                       {"MultiHeadAttention": tl.MultiHeadAttention}, (
     Part("MultiHeadAttention", run_mha, tl.MultiHeadAttention, mistakes=(
         Mistake("projections in a Python list", "the projections are kept in a plain Python list (or dict), "

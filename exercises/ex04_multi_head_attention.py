@@ -1,9 +1,9 @@
-"""Exercise 6: multi-head attention (Section 3.2.2). Check it with `make exercises N=6`.
+"""Exercise 4: multi-head attention (Section 3.2.2). Check it with `make exercises N=4`.
 
 The report of `make exercises` names the slide that explains it.
 
 You may call the package's equation (1), ``transformer_lab.scaled_dot_product_attention``
-(exercise 3), or your own; copy your ``split_heads`` and ``merge_heads`` from exercise 5.
+(exercise 1), or your own; copy your ``split_heads`` and ``merge_heads`` from exercise 3.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Exercise 4: the causal and padding masks (Sections 3.1 and 3.2.3). Check it with
-`make exercises N=4`.
+"""Exercise 2: the causal and padding masks (Sections 3.1 and 3.2.3). Check it with
+`make exercises N=2`.
 
 The report of `make exercises` names the slide that explains it.
 

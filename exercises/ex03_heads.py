@@ -1,10 +1,10 @@
-"""Exercise 5: splitting the features into heads, and merging them back (Section 3.2.2).
-Check it with `make exercises N=5`.
+"""Exercise 3: splitting the features into heads, and merging them back (Section 3.2.2).
+Check it with `make exercises N=3`.
 
 The report of `make exercises` names the slide that explains it.
 
 The package computes all h heads at once: one (D, H*K) projection whose output is split
-into heads. This exercise asks for the two reshapes only; exercise 6 is the whole module.
+into heads. This exercise asks for the two reshapes only; exercise 4 is the whole module.
 """
 
 from __future__ import annotations

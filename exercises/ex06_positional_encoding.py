@@ -1,5 +1,5 @@
-"""Exercise 2: the sinusoidal positional encoding (Section 3.5). Check it with
-`make exercises N=2`.
+"""Exercise 6: the sinusoidal positional encoding (Section 3.5). Check it with
+`make exercises N=6`.
 
 The report of `make exercises` names the slide that explains it.
 """

@@ -1,4 +1,4 @@
-"""Exercise 1: the token embedding (Section 3.4). Check it with `make exercises N=1`.
+"""Exercise 5: the token embedding (Section 3.4). Check it with `make exercises N=5`.
 
 The report of `make exercises` names the slide that explains it.
 """

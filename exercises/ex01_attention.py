@@ -1,5 +1,5 @@
-"""Exercise 3: attention weights and scaled dot-product attention, equation (1)
-(Section 3.2.1). Check it with `make exercises N=3`.
+"""Exercise 1: attention weights and scaled dot-product attention, equation (1)
+(Section 3.2.1). Check it with `make exercises N=1`.
 
 The report of `make exercises` names the slide that explains it.
 
