@@ -53,10 +53,110 @@ def test_every_slide_has_speaker_notes(path):
     assert without == [], f"slides without notes in {path.name}"
 
 
-def test_the_deck_has_between_60_and_110_slides():
-    # A 90-minute talk: the second edition adds trained models, definitions and results.
-    count = sum(len(slides_of(p)) for p in chapter_files())
-    assert 60 <= count <= 110, count
+def main_and_appendix():
+    """(main track, appendix): the (title, body) of every slide, split at the appendix's
+    divider `# Appendix`, the title slide of index.qmd included in the main track."""
+    slides = [slide for p in chapter_files() for slide in slides_of(p)]
+    at = [i for i, (title, _) in enumerate(slides) if title.startswith("# Appendix")]
+    assert len(at) == 1, "the deck must have exactly one `# Appendix` divider"
+    return slides[:at[0]], slides[at[0]:]
+
+
+def test_the_lecture_is_at_most_60_slides_and_the_appendix_holds_the_rest():
+    # Issue 20: one 90-minute lecture, part dividers included; deep dives after the summary.
+    main, appendix = main_and_appendix()
+    assert 45 <= len(main) <= 60, len(main)
+    assert len(appendix) >= 10, len(appendix)
+    assert main[-1][0].startswith("## Summary"), main[-1][0]
+
+
+def slide_ids(slides):
+    return {m for title, _ in slides for m in re.findall(r"\{#([\w-]+)", title)}
+
+
+def test_every_appendix_slide_is_listed_on_its_divider_and_linked_from_the_lecture():
+    main, appendix = main_and_appendix()
+    divider, rest = appendix[0][1], appendix[1:]
+    listed = set(re.findall(r"\]\(#([\w-]+)\)", divider))
+    ids = [re.search(r"\{#([\w-]+)", title) for title, _ in rest]
+    assert all(ids), [title for (title, _), m in zip(rest, ids) if not m]  # every one has an id
+    ids = [m.group(1) for m in ids]
+    assert listed == set(ids), sorted(listed ^ set(ids))
+    # every appendix chapter is reached from the lecture: a link from a main slide to one of its slides
+    linked = {m for _, body in main for m in re.findall(r"\]\(#([\w-]+)\)\{\.appendix-link\}", body)}
+    assert linked <= set(ids) | {"appendix"}, sorted(linked - set(ids))
+    chapters = [p for p in chapter_files() if p.name.startswith("a") and p.name != "a0-appendix.qmd"]
+    for path in chapters:
+        own = slide_ids(slides_of(path))
+        assert own & linked or path.name == "a11-references.qmd", f"no main slide links to {path.name}"
+
+
+def parts_of_the_lecture():
+    """The main track's parts: [(divider title, [(title, body), ...])], in slide order."""
+    main, _ = main_and_appendix()
+    parts = []
+    for title, body in main:
+        if title.startswith("# "):
+            parts.append((title[2:].strip(), []))
+        elif parts:
+            parts[-1][1].append((title, body))
+    return parts
+
+
+def test_every_part_asks_the_class_before_it_reveals_the_answer():
+    """Predict, then reveal: a [Predict]{.predict} question, then a fragment with the answer."""
+    for name, slides in parts_of_the_lecture():
+        asked = [t for t, body in slides
+                 if re.search(r"\[Predict\]\{\.predict\}.*?::: \{\.fragment\}", body, flags=re.S)]
+        assert asked, f"part {name!r} asks the class nothing"
+
+
+def test_every_part_ends_with_a_recap_naming_its_exercises_and_the_command():
+    named = set()
+    for name, slides in parts_of_the_lecture()[:-1]:  # the last part ends with the summary
+        title, body = slides[-1]
+        assert title.startswith("## Recap") and "{.recap}" in title, f"part {name!r} ends with {title!r}"
+        box = re.search(r"^::: \{\.exercise\}\n(.*?)^:::$", body, flags=re.S | re.M)
+        assert box, f"the recap of {name!r} has no exercise box"
+        assert "make " in box.group(1), f"the recap of {name!r} names no command"
+        files = re.findall(r"(ex\d\d_\w+\.py)", box.group(1))
+        for f in files:
+            assert (ROOT / "exercises" / f).is_file(), f
+            number = int(f[2:4])
+            assert f"N={number}" in box.group(1) or f"ex{number:02d}" in box.group(1)
+        named |= set(files)
+    shipped = {p.name for p in (ROOT / "exercises").glob("ex[0-9][0-9]_*.py")}
+    assert named == shipped, sorted(named ^ shipped)
+
+
+RUNNING_EXAMPLE = ["it-reads-its-noun", "our-sentence-tokens", "our-sentence-vectors", "heads-on-our-sentence",
+                   "our-sentence-cross-attention", "our-sentence-decoded", "explorer"]
+
+
+def test_the_running_example_is_traced_through_the_lecture_in_order():
+    """One sentence from its tokens to the beam: each of these slides computes on
+    tt.RUNNING_SENTENCE, and all but the first and the explorer show the model map."""
+    main, _ = main_and_appendix()
+    order = [m.group(1) for title, _ in main for m in [re.search(r"\{#([\w-]+)", title)] if m]
+    assert [i for i in order if i in RUNNING_EXAMPLE] == sorted(RUNNING_EXAMPLE, key=order.index)
+    text = {p.name: p.read_text() for p in chapter_files()}
+    for slide_id in RUNNING_EXAMPLE:
+        path = next(name for name, t in text.items() if "{#" + slide_id in t)
+        body = text[path].split("{#" + slide_id, 1)[1].split("\n## ", 1)[0]
+        assert "tt.RUNNING_SENTENCE" in body, slide_id
+        if slide_id not in ("it-reads-its-noun", "explorer"):
+            assert "tt.plot_model_map(" in body, slide_id
+
+
+VAGUE_TITLES = {"equation", "the code", "code", "example", "results", "more", "summary"}
+
+
+def test_every_slide_title_says_what_the_slide_shows():
+    for path in chapter_files():
+        for title, _ in [(t, b) for t, b in slides_of(path) if t.startswith("## ")]:  # not dividers
+            words = re.sub(r"\{.*?\}\s*$", "", title.lstrip("# ")).strip().lower()
+            assert words not in VAGUE_TITLES, f"{path.name}: {title!r}"
+            assert not re.fullmatch(r"equation \(\d\)", words), f"{path.name}: {title!r}"
 
 
 @pytest.mark.parametrize("name", EQUATIONS)
@@ -89,9 +189,10 @@ def test_every_image_the_slides_use_is_one_of_our_svgs():
 
 
 def part_dividers():
-    """(title, body) of every level-1 slide: the deck's part dividers, in slide order."""
+    """(title, body) of every level-1 slide of the lecture: its part dividers, in slide order
+    (the appendix's divider lists its slides instead of the parts)."""
     return [(title[2:].strip(), body) for p in chapter_files() for title, body in slides_of(p)
-            if title.startswith("# ")]
+            if title.startswith("# ") and not title.startswith("# Appendix")]
 
 
 def map_entries(body: str) -> list[tuple[str, bool]]:

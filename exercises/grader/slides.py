@@ -6,36 +6,36 @@ tests/test_exercises_slides.py fails for a title or file that no longer exists."
 from __future__ import annotations
 
 SLIDES: dict[str, tuple[str, str]] = {
-    "embedding": ("03-embeddings.qmd", "A lookup, scaled"),
-    "positions": ("04-positions.qmd", "Sines and cosines"),
-    "attention": ("06-sdpa.qmd", "Equation (1)"),
-    "attention-code": ("06-sdpa.qmd", "Equation (1) in the package's code"),
-    "why-sqrt": ("05-attention-lookup.qmd", "Why divide by $\\sqrt{d_k}$"),
-    "masks": ("07-masks.qmd", "Padding and causal masks"),
-    "causal": ("07-masks.qmd", "The causal mask and the shifted target"),
-    "empty-row": ("07-masks.qmd", "A query that may see nothing"),
-    "heads": ("08-multi-head.qmd", "Split into heads, and back"),
-    "multi-head": ("08-multi-head.qmd", "Equation"),
-    "feed-forward": ("09-feed-forward.qmd", "Equation (2)"),
-    "residual": ("10-residual.qmd", "Add & Norm"),
-    "encoder": ("11-encoder.qmd", "An encoder layer"),
-    "decoder": ("12-decoder.qmd", "A decoder layer"),
-    "causality": ("12-decoder.qmd", "Causality, checked"),
-    "three-uses": ("08-multi-head.qmd", "Three uses in the model (Section 3.2.3)"),
-    "learning-rate": ("14-training.qmd", "The learning-rate schedule (Section 5.3)"),
-    "label-smoothing": ("14-training.qmd", "Label smoothing (Section 5.4)"),
-    "greedy": ("15-decoding.qmd", "Greedy decoding, step by step"),
-    "kv-cache": ("15-decoding.qmd", "The key/value cache"),
-    "beam": ("15-decoding.qmd", "Greedy and beam search"),
-    "beam-tree": ("15-decoding.qmd", "A beam tree (beam size 3)"),
-    "mistakes-scale-mask": ("16-mistakes.qmd", "Scaling by $d_k$, masking after the softmax"),
-    "mistakes-heads-sincos": ("16-mistakes.qmd", "Heads on the wrong axis, sin and cos swapped"),
-    "mistakes-mask-residual": ("16-mistakes.qmd", "Off-by-one mask, missing residual"),
-    "mistakes-more": ("16-mistakes.qmd", "Two more the tests catch"),
+    "attention": ("01-attention.qmd", "Scaled dot-product attention: equation (1)"),
+    "attention-code": ("a1-attention.qmd", "Equation (1) in the package's code"),
+    "why-sqrt": ("01-attention.qmd", "Why divide by $\\sqrt{d_k}$"),
+    "masks": ("02-masks-heads.qmd", "Padding and causal masks"),
+    "causal": ("02-masks-heads.qmd", "The causal mask and the shifted target"),
+    "empty-row": ("02-masks-heads.qmd", "A query that may see nothing: $-\\infty$ gives NaN"),
+    "heads": ("02-masks-heads.qmd", "Multi-head attention: $h$ smaller heads, side by side"),
+    "multi-head": ("02-masks-heads.qmd", "Multi-head attention: $h$ smaller heads, side by side"),
+    "embedding": ("03-inputs.qmd", "A lookup, scaled by $\\sqrt{d_\\text{model}}$"),
+    "positions": ("03-inputs.qmd", "Positions: sines and cosines of many wavelengths"),
+    "feed-forward": ("04-layers.qmd", "Position-wise feed-forward network: equation (2)"),
+    "residual": ("04-layers.qmd", "Residual connection and layer normalisation: Add & Norm"),
+    "encoder": ("04-layers.qmd", "An encoder layer, and a stack of $N = 6$"),
+    "decoder": ("04-layers.qmd", "A decoder layer: masked self-attention, cross-attention, feed-forward"),
+    "causality": ("04-layers.qmd", "Causality, checked: change one target token"),
+    "three-uses": ("04-layers.qmd", "A decoder layer: masked self-attention, cross-attention, feed-forward"),
+    "learning-rate": ("06-training.qmd", "The learning-rate schedule: equation (3)"),
+    "label-smoothing": ("06-training.qmd", "Label smoothing: a softer target (Section 5.4)"),
+    "greedy": ("07-decoding.qmd", "Greedy search and beam search with a length penalty"),
+    "kv-cache": ("07-decoding.qmd", "The key/value cache: one new token per step"),
+    "beam": ("07-decoding.qmd", "Greedy search and beam search with a length penalty"),
+    "beam-tree": ("07-decoding.qmd", "A beam tree on a date (beam size 3)"),
+    "mistakes-scale-mask": ("a8-mistakes.qmd", "Mistakes: scaling by $d_k$, masking after the softmax"),
+    "mistakes-heads-sincos": ("a8-mistakes.qmd", "Mistakes: heads on the wrong axis, sin and cos swapped"),
+    "mistakes-mask-residual": ("a8-mistakes.qmd", "Mistakes: an off-by-one mask, a missing residual"),
+    "mistakes-more": ("a8-mistakes.qmd", "Mistakes: two more the tests catch"),
 }
 
 
 def slide_reference(key: str) -> str:
-    """``slides/chapters/06-sdpa.qmd, "Equation (1)"``: where a learner reads about it."""
+    """``slides/chapters/01-attention.qmd, "Scaled dot-product attention: equation (1)"``: where a learner reads about it."""
     chapter, title = SLIDES[key]
     return f'slides/chapters/{chapter}, "{title}"'

@@ -38,7 +38,7 @@ from .plots_paper import plot_table2, plot_table3
 from .plots_tokens import plot_vocabulary_tradeoff
 from .introspection import layer_gradient_norms, source_code, source_markdown, trace_shapes
 from .cache import cache_directory, cached, set_cache_directory
-from .deck_models import DATES_MODEL, PRONOUN_MODEL, DeckModel, dates_model, pronoun_model
+from .deck_models import CONTRAST_SENTENCE, DATES_MODEL, PRONOUN_MODEL, RUNNING_SENTENCE, DeckModel, dates_model, pronoun_model
 from .speed import attention_cost, attention_paths, decode_step_times, median_times
 from .scaling import (
     attention_vs_recurrence,

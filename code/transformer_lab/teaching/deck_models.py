@@ -95,3 +95,10 @@ def pronoun_model() -> RunResult:
 def dates_model() -> RunResult:
     """The dates model of chapters 14, 15 and 20 (the explorer)."""
     return DATES_MODEL.result()
+
+
+#: The deck's running example: one sentence traced through the whole model, from its
+#: tokens to the beam (the pronoun model's task; the explorer opens on it too).
+RUNNING_SENTENCE = "the cat did not cross the road because it was too tired"
+#: The same sentence with the one word that changes its answer ("it" is the road).
+CONTRAST_SENTENCE = "the cat did not cross the road because it was too wide"
