@@ -43,14 +43,14 @@ sys.path.insert(0, str(REPO / "code"))
 TEST_EDITS = [("text: a slide title", "chapters/01-names.qmd", "## An alias", "text", True),
               ("cell: one cell (its chapter runs)", "chapters/01-names.qmd", "b = a", "cell", True),
               ("cell: the setup cell (every chapter)", "deck.qmd", "import statepkg", "cell", False)]
-REAL_EDITS = [("text: 06-sdpa.qmd, a bullet", "slides/chapters/06-sdpa.qmd",
-               "- the weights $(T, S)$: each row is a distribution over the keys", "text", True),
-              ("cell: 06-sdpa.qmd:35, one cell", "slides/chapters/06-sdpa.qmd",
+REAL_EDITS = [("text: 01-attention.qmd, a bullet", "slides/chapters/01-attention.qmd",
+               "- [$Q$]{.query} $(T, d_k)$: one query per output position", "text", True),
+              ("cell: 01-attention.qmd, one cell", "slides/chapters/01-attention.qmd",
                "head = tt.one_head_steps(x, w_q, w_k, w_v)", "cell", True),
-              ("cell: 09-feed-forward.qmd, a cell that builds a model", "slides/chapters/09-feed-forward.qmd",
+              ("cell: a4-layers.qmd, a cell that builds a model", "slides/chapters/a4-layers.qmd",
                "ffn = tl.PositionwiseFeedForward(d_model=12, d_ff=20)", "cell", True),
-              ("cell: 17-speed.qmd, the speed table (timings cached by tt.cached)",
-               "slides/chapters/17-speed.qmd",
+              ("cell: a9-speed.qmd, the speed table (timings cached by tt.cached)",
+               "slides/chapters/a9-speed.qmd",
                'result = tt.cached("speed", measure, inputs={"bench": bench.read_text()})',
                "cell", False)]
 # in the page: whether the slides contain the marker, and the error box's text if shown

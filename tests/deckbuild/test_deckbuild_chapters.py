@@ -161,11 +161,11 @@ def test_jobs_must_be_a_whole_number_of_kernels(deck):
 
 
 # Two chapters of the project's own deck: the edit the issue found stale (one more random
-# draw in 04-positions.qmd, then its undo) and a number in a cell that builds a model.
+# draw in the positions chapter, then its undo) and a number in a cell that builds a model.
 REAL_EDITS = [
-    ("04-positions.qmd", "x = torch.randn(1, 5, 16)                       # 5 tokens",
-     "x = torch.randn(1, 5, 16)                       # 5 tokens\n_ = torch.rand(1)"),
-    ("09-feed-forward.qmd", "ffn = tl.PositionwiseFeedForward(d_model=12, d_ff=20)",
+    ("03-inputs.qmd", "x = torch.randn(1, 5, 16)                       # 5 tokens, no positions",
+     "x = torch.randn(1, 5, 16)                       # 5 tokens, no positions\n_ = torch.rand(1)"),
+    ("a4-layers.qmd", "ffn = tl.PositionwiseFeedForward(d_model=12, d_ff=20)",
      "ffn = tl.PositionwiseFeedForward(d_model=12, d_ff=24)"),
 ]
 

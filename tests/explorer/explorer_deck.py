@@ -1,4 +1,4 @@
-"""A deck holding only the explorer slide (slides/chapters/20-explorer.qmd) with the real
+"""A deck holding only the explorer slide (slides/chapters/08a-explorer.qmd) with the real
 deck's theme, size and set-up, written to a directory, so that the explorer's browser
 tests and benchmark build in seconds instead of building the whole deck."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-CHAPTER = REPO / "slides" / "chapters" / "20-explorer.qmd"
+CHAPTER = REPO / "slides" / "chapters" / "08a-explorer.qmd"
 
 QUARTO = """project:
   output-dir: _output

@@ -41,12 +41,12 @@ def chapter_code() -> dict[str, str]:
 
 def test_the_chapters_get_each_trained_model_from_its_single_definition():
     code = chapter_code()
-    uses = {"pronoun_model()": ("06-sdpa.qmd", "11a-trained-attention.qmd", "20-explorer.qmd"),
-            "dates_model()": ("15-decoding.qmd", "20-explorer.qmd")}
+    uses = {"pronoun_model()": ("01-attention.qmd", "04-layers.qmd", "07-decoding.qmd", "08a-explorer.qmd"),
+            "dates_model()": ("07-decoding.qmd", "08a-explorer.qmd", "a6-training.qmd")}
     for call, chapters in uses.items():
         for chapter in chapters:
             assert f"tt.{call}" in code[chapter], chapter
-    assert "tt.DATES_MODEL" in code["14-training.qmd"]  # shown with its settings
+    assert "tt.DATES_MODEL" in code["06-training.qmd"]  # shown with its settings
     for chapter, text in code.items():  # no chapter trains a model of its own
         assert "RunConfig(" not in text and not re.search(r"tt\.cached\(\"(pronoun|dates)-model", text), chapter
 
