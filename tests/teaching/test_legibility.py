@@ -25,6 +25,7 @@ from transformer_lab.teaching.legibility import MIN_TEXT_PX, PLACES, display_sca
 
 WORDS = ["the", "cat", "did", "not", "cross", "because", "<eos>"]
 T, S = 5, 7
+SENTENCE = "the cat did not cross the road because it was too tired <eos>".split()
 
 
 def small_beam_tree() -> BeamTree:
@@ -42,6 +43,10 @@ FIGURES = {
     "plot_attention_heads": (lambda: tt.plot_attention_heads(torch.rand(4, len(WORDS), len(WORDS)), WORDS, WORDS,
                                                               head_titles=[f"layer 0, head {h}" for h in range(4)]),
                              "slide"),
+    # chapter 08: 13 keys, too many for one row of labels per panel, so two rows above each map
+    "plot_attention_heads (13 keys, slide)": (lambda: tt.plot_attention_heads(
+        torch.rand(4, 13, 13).softmax(-1), SENTENCE, SENTENCE, ncols=4,
+        head_titles=[f"{h}: tired 0.83" for h in range(4)]), "slide"),
     "plot_mask": (lambda: tt.plot_mask(causal_mask(T), WORDS[:T], WORDS[:T], title="left padding & causal"),
                   "column 44%"),
     "plot_masks": (lambda: tt.plot_masks([causal_mask(6)] * 3, ["padding", "causal", "padding & causal"]), "slide"),
@@ -160,7 +165,8 @@ def test_a_figure_drawn_into_a_foreign_axes_still_gets_slide_size_ticks():
     assert ticks and min(t.get_fontsize() for t in ticks) >= tt.STYLE["xtick.labelsize"]
 
 
-ROLE_FIGURES = ("plot_attention", "plot_attention (masked, slide)", "plot_attention_heads", "plot_mask", "plot_masks")
+ROLE_FIGURES = ("plot_attention", "plot_attention (masked, slide)", "plot_attention_heads",
+                "plot_attention_heads (13 keys, slide)", "plot_mask", "plot_masks")
 
 
 @pytest.mark.parametrize("name", [n for n in FIGURES if n not in ROLE_FIGURES])

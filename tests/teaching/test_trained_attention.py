@@ -7,7 +7,7 @@ import torch
 
 import transformer_lab as tl
 from transformer_lab import teaching as tt
-from transformer_lab.data import ANIMALS
+from transformer_lab.data import ANIMALS, PLACES
 
 from deck_runs import pronoun_run
 
@@ -46,13 +46,33 @@ def test_layer_0_heads_sit_at_chance_and_layer_1_heads_prefer_the_antecedent(sta
     assert stats.best_head()[0] == 1
 
 
+def place_preferred(pronoun, kind):
+    """(L, H): the share of the test sentences whose antecedent is ``kind`` where "it" puts
+    more weight on the place than on the animal, right or wrong."""
+    subset = [(s, next(w for w in s.split() if w in PLACES)) for s, n in pronoun.data.test
+              if (n in ANIMALS) == (kind == "animal")]
+    return tt.antecedent_attention(pronoun.model, pronoun.src_vocab, subset).more_on_antecedent
+
+
 @pytest.mark.slow
 def test_layer_1_finds_the_animal_and_mostly_looks_elsewhere_for_the_place(pronoun):
     animal, place = split_stats(pronoun, "animal"), split_stats(pronoun, "place")
     assert (animal.more_on_antecedent[1] >= 0.95).all()
-    assert (place.more_on_antecedent[1] < 0.9).all() and (place.more_on_antecedent[1] > 0.5).all()
+    # "When it is the place, they look elsewhere more often" (chapter 11a): less often
+    # than with the animal, and still in most sentences
+    assert (place.more_on_antecedent[1] < animal.more_on_antecedent[1] - 0.05).all()
+    assert (place.more_on_antecedent[1] > 0.5).all()
     assert (place.weight_on_antecedent[1] < 0.3).all()
-    assert (place.more_on_antecedent[0, 1] > 0.9) and (animal.more_on_antecedent[0, 1] < 0.1)  # head 1: the place
+
+
+@pytest.mark.slow
+def test_layer_0_cannot_know_which_noun_is_meant_and_layer_1_can(pronoun):
+    """Chapter 11a: layer 0 sits at chance because it attends from "it" before the adjective
+    is mixed in: each of its heads prefers the place about as often whichever noun "it"
+    refers to. Layer 1's heads prefer the place far more often when it is the antecedent."""
+    if_place, if_animal = place_preferred(pronoun, "place"), place_preferred(pronoun, "animal")
+    assert ((if_place[0] - if_animal[0]).abs() < 0.1).all()
+    assert (if_place[1] - if_animal[1] > 0.5).all()
 
 
 @pytest.mark.slow
@@ -72,8 +92,12 @@ def test_chapter_08s_heads_each_read_something_else(pronoun):
     maps = tt.encoder_attention(pronoun.model, pronoun.src_vocab, [TIRED])  # (L, 1, H, S, S)
     words = TIRED.split() + ["<eos>"]
     favourite = maps[0, 0].mean(dim=1).argmax(dim=-1).tolist()  # per layer-0 head: the key read most
-    assert [words[favourite[h]] for h in (0, 1, 3)] == ["tired", "road", "tired"]
-    assert maps[0, 0, 2].max(dim=-1).values.mean() < 0.5  # head 2 spreads its weight
+    peak = maps[0, 0].max(dim=-1).values.mean(dim=-1)  # (H,) per head: each query's largest weight, averaged
+    # Which head does what depends on the training run (the heads are interchangeable),
+    # the slide's titles are computed: one head spreads its weight, and of the other three
+    # two read the same word ("tired") and one reads "road".
+    assert int((peak < 0.5).sum()) == 1
+    assert sorted(words[favourite[h]] for h in range(len(peak)) if peak[h] >= 0.5) == ["road", "tired", "tired"]
     it_row = maps[1, 0, 3, words.index("it")]
     assert words[int(it_row.argmax())] == "cat"  # chapter 06's trained head
 

@@ -164,9 +164,16 @@ def numbers_example(rng: random.Random, max_value: int = 9999) -> Pair:
 
 ANIMALS = ("cat", "dog", "horse", "cow", "goat", "sheep", "fox", "rabbit", "donkey", "pig")
 PLACES = ("street", "road", "river", "bridge", "field", "yard", "square", "stream", "lane", "valley")
-#: Adjectives that fit only the animal ("too tired") and only the place ("too wide").
-ANIMAL_ADJECTIVES = ("tired", "scared", "old", "weak", "sleepy", "lazy", "sick", "slow")
-PLACE_ADJECTIVES = ("wide", "busy", "deep", "steep", "muddy", "icy", "crowded", "long")
+#: Adjectives that fit only the animal ("too tired") and only the place ("too wide"), for
+#: every animal and every place above, so the sentence has one reading. The animal
+#: adjectives name a feeling or a state of the body, which only a living being has ("the
+#: road was too hungry" is odd); the place adjectives name a shape, a surface or what
+#: covers or fills a place, which no animal has ("the goat was too rocky" is odd). Left
+#: out because they fit both: old, slow, weak, lazy, sleepy, thirsty (an old street, a
+#: slow stream, a weak bridge, a lazy river, a sleepy lane, a thirsty field) and busy,
+#: muddy, long (a busy dog, a muddy pig, a long dog).
+ANIMAL_ADJECTIVES = ("tired", "scared", "afraid", "frightened", "nervous", "hungry", "sick", "shy")
+PLACE_ADJECTIVES = ("wide", "deep", "steep", "icy", "crowded", "flooded", "narrow", "rocky")
 PRONOUN_TEMPLATES = (
     "the {animal} did not cross the {place} because it was too {adj}",
     "the {animal} would not cross the {place} because it was too {adj}",
@@ -179,11 +186,12 @@ def pronoun_example(rng: random.Random) -> Pair:
     "the cat did not cross the road because it was too tired" -> "cat",
     "the cat did not cross the road because it was too wide" -> "road".
 
-    Only the adjective decides (tired-like words fit animals, wide-like words places), and
-    one template names the place first, so neither the word order nor the position of a
-    noun gives the answer. The example made famous by Google's 2017 blog post on the
-    Transformer; the paper's Figure 4 shows two heads "apparently involved in anaphora
-    resolution". Ten animals, ten places, eight adjectives of each kind, three templates:
+    Only the adjective decides: each animal adjective fits only an animal and each place
+    adjective only a place (``ANIMAL_ADJECTIVES``, ``PLACE_ADJECTIVES``), and one template
+    names the place first, so neither the word order nor the position of a noun gives the
+    answer. The example made famous by Google's 2017 blog post on the Transformer; the
+    paper's Figure 4 shows two heads "apparently involved in anaphora resolution". Ten
+    animals, ten places, eight adjectives of each kind, three templates: 10 x 10 x 16 x 3 =
     4,800 distinct sentences.
     """
     animal, place = rng.choice(ANIMALS), rng.choice(PLACES)

@@ -27,6 +27,7 @@ from .style import (
     check_labels,
     heatmap_labels,
     heatmap_ticks,
+    key_row_inches,
     new_figure,
     styled,
 )
@@ -116,8 +117,9 @@ def plot_attention_heads(
     """One heatmap per head for weights (H, T, S) (multi-head attention, Section 3.2.2),
     on a grid ``ncols`` wide with one shared colour scale and one colour bar. Unused grid
     cells are removed, so the figure has exactly H heatmaps. Query labels appear once per
-    row of panels, "keys" and "queries" once for the figure; key labels alternate above and
-    below each map when a panel is too narrow for all of them at slide size."""
+    row of panels, "keys" and "queries" once for the figure; key labels sit above every
+    map, in two rows (every other label in the far row, a thin line from its column) when
+    a panel is too narrow for all of them in one row at slide size."""
     w = as_array(weights, "weights", 3, "(H, T, S)")
     H, T, S = w.shape
     checks.positive_int("ncols", ncols)
@@ -126,10 +128,12 @@ def plot_attention_heads(
     ncols = min(ncols, H)
     nrows = math.ceil(H / ncols)
     width = WIDE_FIGSIZE[0]
-    fig = Figure(figsize=(width, min(5.6, 2.0 + nrows * min(3.6, T * _PITCH_PT / 72))), layout="constrained")
-    axes = fig.subplots(nrows, ncols, squeeze=False, sharex=True, sharey=True)
     panel_pt = (width - 2.5) * 72 / ncols  # points of axis per panel, less labels and colour bar
     stagger = S * _PITCH_PT > panel_pt
+    far_row = 0.0 if not stagger else key_row_inches(key_labels or [str(k) for k in range(S)])
+    height = 2.0 + nrows * (min(3.6, T * _PITCH_PT / 72) + far_row)
+    fig = Figure(figsize=(width, min(5.6, height)), layout="constrained")
+    axes = fig.subplots(nrows, ncols, squeeze=False, sharex=True, sharey=True)
     top = float(w.max()) if w.size else 1.0
     image = None
     for h in range(nrows * ncols):

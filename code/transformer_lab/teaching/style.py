@@ -27,6 +27,8 @@ import torch
 from matplotlib.axes import Axes
 from matplotlib.colors import LinearSegmentedColormap, ListedColormap
 from matplotlib.figure import Figure
+from matplotlib.font_manager import FontProperties
+from matplotlib.textpath import TextToPath
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 PALETTE: dict[str, str] = {
@@ -189,21 +191,25 @@ def heatmap_ticks(ax: Axes, query_labels, key_labels, label_right: bool, *, show
     """Query labels on the left (and mirrored on the right), key labels on top.
 
     ``show_keys`` / ``show_queries`` False leave that axis's tick labels to a neighbouring
-    panel (labels once per axis). ``stagger`` puts every other key label below the map,
-    so the labels need half the pitch (many keys in a narrow panel, without small text).
+    panel (labels once per axis). ``stagger`` sets the key labels in two rows, both above
+    the map: every other label sits in the far row, with a thin tick line from its column
+    up between the near row's labels, so the labels need half the pitch (many keys in a
+    narrow panel, without small text) and every key is read in the same place.
     """
     T, S = ax.images[-1].get_array().shape
     keys = [str(k) for k in key_labels] if key_labels is not None else [str(k) for k in range(S)]
     queries = [str(q) for q in query_labels] if query_labels is not None else [str(q) for q in range(T)]
-    rotation = 90 if max(map(len, keys), default=0) > 2 else 0
+    rotation = _key_rotation(keys)
     ax.xaxis.set_label_position("top")
     if stagger and show_keys:
         ax.set_xticks(range(0, S, 2), keys[0::2], rotation=rotation)
-        below = ax.secondary_xaxis("bottom")
-        below.set_xticks(range(1, S, 2), keys[1::2], rotation=rotation)
-        below.tick_params(axis="x", length=0)
-        below.spines["bottom"].set_visible(False)
         ax.tick_params(axis="x", top=False, bottom=False, labeltop=True, labelbottom=False)
+        far = ax.secondary_xaxis("top")
+        far.set_xticks(range(1, S, 2), keys[1::2], rotation=rotation)
+        pad = matplotlib.rcParams["xtick.major.pad"]
+        far.tick_params(axis="x", length=pad + _label_extent_pt(keys[0::2], rotation) + pad, width=0.8,
+                        color=OTHER["grey"], direction="out")
+        far.spines["top"].set_visible(False)
     else:
         ax.set_xticks(range(S), keys, rotation=rotation)
         ax.tick_params(axis="x", top=False, bottom=False, labeltop=show_keys, labelbottom=False)
@@ -212,6 +218,29 @@ def heatmap_ticks(ax: Axes, query_labels, key_labels, label_right: bool, *, show
     for side in ("left", "bottom", "top", "right"):
         ax.spines[side].set_visible(False)
 
+
+def _key_rotation(keys: list[str]) -> int:
+    """Key labels longer than two characters stand upright (90 degrees), so each needs
+    only a line's height of the axis."""
+    return 90 if max(map(len, keys), default=0) > 2 else 0
+
+
+def _label_extent_pt(labels, rotation: float) -> float:
+    """How far (points) the tallest of ``labels``, as x tick labels at ``rotation`` (0 or 90
+    degrees) in the current style, reaches out from the axis."""
+    size = FontProperties(size=matplotlib.rcParams["xtick.labelsize"])
+    extents = [_TEXT_TO_PATH.get_text_width_height_descent(text, size, ismath=False) for text in labels]
+    return max((w if rotation else h + d) for w, h, d in extents) if extents else 0.0
+
+
+def key_row_inches(key_labels) -> float:
+    """The height (inches) that :func:`heatmap_ticks` with ``stagger`` adds above a map for
+    its far row of key labels."""
+    keys = [str(k) for k in key_labels]
+    return (_label_extent_pt(keys[1::2], _key_rotation(keys)) + 2 * matplotlib.rcParams["xtick.major.pad"]) / 72
+
+
+_TEXT_TO_PATH = TextToPath()
 
 _SUPERSCRIPT = str.maketrans("-0123456789", "\u207b\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077\u2078\u2079")
 
