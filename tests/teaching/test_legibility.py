@@ -84,6 +84,7 @@ FIGURES = {
         [np.linspace(0.05, 0.3, 7)] * 2, [WORDS, WORDS], [1, 1], [4, 4], titles=["tired", "wide"]), "slide"),
     "plot_beam_tree": (lambda: tt.plot_beam_tree(small_beam_tree(), [f"t{i}" for i in range(8)],
                                                  title="best: t3 t2, score -0.80"), "slide"),
+    "plot_model_map": (lambda: tt.plot_model_map(["encoder", "cross-attention"]), "column 25%"),
 }
 HEATMAPS = ("plot_attention", "plot_attention (masked, slide)", "plot_attention_heads", "plot_positional_encoding")
 

@@ -6,7 +6,7 @@ slides, and timing. Import it explicitly (it pulls in matplotlib; the model does
 
 Modules: ``style`` (the palette and rcParams), ``plots_attention``, ``plots_model``,
 ``plots_training``, ``plots_speed``, ``plots_tokens``, ``plots_trained``, ``plots_paper``
-(figures), ``introspection`` (shapes, gradient norms, source code), ``speed`` (timings),
+(figures), ``plots_map`` (a small map of the whole model with the slide's part highlighted), ``introspection`` (shapes, gradient norms, source code), ``speed`` (timings),
 ``scaling`` (Table 1's terms counted and measured), ``paper`` (the paper's Tables 2-4 as
 cited data), ``cache`` (expensive results kept on disk, keyed by their inputs and the
 package's source), ``by_hand`` (one head and layer normalisation step by step, LaTeX
@@ -36,6 +36,7 @@ from .plots_training import (
 from .plots_speed import plot_attention_cost, plot_decode_panels, plot_decode_step_times, plot_table1_scaling
 from .plots_paper import plot_table2, plot_table3
 from .plots_tokens import plot_vocabulary_tradeoff
+from .plots_map import MAP_KEYS, plot_model_map
 from .introspection import layer_gradient_norms, source_code, source_markdown, trace_shapes
 from .cache import cache_directory, cached, set_cache_directory
 from .deck_models import CONTRAST_SENTENCE, DATES_MODEL, PRONOUN_MODEL, RUNNING_SENTENCE, DeckModel, dates_model, pronoun_model
