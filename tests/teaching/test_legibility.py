@@ -73,6 +73,9 @@ FIGURES = {
     "plot_table1_scaling": (lambda: tt.plot_table1_scaling(
         [8, 64, 512, 2048], {"GRU": [1, 8, 64, 256], "attention": [0.1, 1, 60, 900]},
         tt.table1_flops([8, 64, 512, 2048], 512), d_model=512), "slide"),
+    "plot_table1_scaling (actual counts only)": (lambda: tt.plot_table1_scaling(
+        [8, 64, 512, 2048], {"attention layer": [0.4, 2, 16, 130], "attention core": [0.02, 0.1, 6, 90],
+                             "GRU": [0.7, 5, 35, 140]}, d_model=512), "slide"),
     "plot_vocabulary_tradeoff": (lambda: tt.plot_vocabulary_tradeoff(
         [30, 100, 1000, 5000], {"training text": [90, 50, 25, 17], "held out": [92, 55, 30, 22]},
         {"training text": 17, "held out": 18}), "slide"),

@@ -371,3 +371,29 @@ def test_plot_decode_step_times_draws_a_running_median_per_variant():
         viz.plot_decode_step_times({})
     with pytest.raises(ValueError, match="window must be a positive int"):
         viz.plot_decode_step_times({"a": [1.0]}, window=0)
+
+
+def test_plot_table1_scaling_counts_what_the_timed_layers_do_in_their_colours():
+    """The right panel draws layer_macs (the GRU's 6 n d², the attention layer's 4 n d² +
+    2 n² d), each in its measured series' colour; Table 1's bare terms only when given."""
+    lengths, d = [8, 64, 512, 2048], 512
+    times = {"attention layer": [1, 2, 30, 130], "attention core": [0.1, 0.2, 6, 90], "GRU": [1, 5, 35, 140]}
+    counts = viz.layer_macs(lengths, d)
+    fig = viz.plot_table1_scaling(lengths, times, d_model=d)
+    left, right = fig.axes
+    measured = {line.get_label(): line for line in left.get_lines() if not line.get_label().startswith("_")}
+    drawn = {line.get_label(): line for line in right.get_lines() if not line.get_label().startswith("_")}
+    assert list(drawn) == ["attention layer  4 n d² + 2 n² d", "attention core  2 n² d", "GRU  6 n d²"]
+    for (label, line), name in zip(drawn.items(), counts):
+        assert list(line.get_ydata()) == counts[name]
+        assert to_hex(line.get_color()) == to_hex(measured[name].get_color())
+    assert [t.get_text() for t in right.get_legend().get_texts()] == list(drawn)
+    bottom, top = right.get_ylim()
+    assert bottom <= min(min(v) for v in counts.values()) and top > max(max(v) for v in counts.values())
+    with_terms = viz.plot_table1_scaling(lengths, times, viz.table1_flops(lengths, d), d_model=d)
+    labels = [t.get_text() for t in with_terms.axes[1].get_legend().get_texts()]
+    assert labels[3:] == ["Table 1: n² d", "Table 1: n d²"]
+    with pytest.raises(ValueError, match=r"series\['GRU'\] must have one value per length \(4\)"):
+        viz.plot_table1_scaling(lengths, {"GRU": [1, 2]}, d_model=d)
+    with pytest.raises(ValueError, match="flops must be None or a non-empty dict"):
+        viz.plot_table1_scaling(lengths, times, {}, d_model=d)

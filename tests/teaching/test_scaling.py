@@ -80,3 +80,61 @@ def test_attention_vs_recurrence_leaves_the_global_random_state_alone():
     torch.manual_seed(123)
     scaling.attention_vs_recurrence([4], d_model=8, num_heads=2, repeats=1)
     assert torch.equal(torch.rand(3), expected)
+
+
+@pytest.mark.parametrize("length", [6, 40])  # below and above d_model = 20
+def test_layer_macs_match_what_pytorch_counts_in_the_timed_layers(length):
+    """An independent count: torch's FlopCounterMode (2 FLOPs per multiply-add) over the
+    matrix products each timed layer dispatches, nn.GRU's included. The math attention
+    path is forced because the counter has no formula for the fused CPU kernel; it does
+    the same products (Q K^T and the weights times V)."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from transformer_lab import MultiHeadAttention
+
+    d, h = 20, 4
+    x = torch.randn(1, length, d)
+    q, k, v = (torch.randn(1, h, length, d // h) for _ in range(3))
+    layers = {"attention layer": lambda: MultiHeadAttention(d, h).eval()(x, x, x),
+              "attention core": lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v),
+              "GRU": lambda: torch.nn.GRU(d, d, batch_first=True)(x)}
+    counted = {}
+    for name, run in layers.items():
+        with torch.no_grad(), sdpa_kernel(SDPBackend.MATH), FlopCounterMode(display=False) as counter:
+            run()
+        counted[name] = counter.get_total_flops() // 2
+    assert counted == {name: values[0] for name, values in scaling.layer_macs([length], d).items()}
+    assert counted["GRU"] == 6 * length * d * d  # three gates, each W x_t and U h_(t-1)
+
+
+def test_the_attention_layer_and_the_gru_do_equal_work_at_n_equals_d():
+    d = 512
+    assert scaling.macs_crossover("attention layer", "GRU", d) == d
+    assert scaling.macs_crossover("GRU", "attention layer", d) == d
+    assert scaling.macs_crossover("attention core", "GRU", d) == 3 * d
+    assert scaling.macs_crossover("attention layer", "attention core", d) == math.inf  # 4 n d² apart
+    counts = scaling.layer_macs([d // 2, d, 3 * d, 4 * d], d)
+    layer, core, gru = counts["attention layer"], counts["attention core"], counts["GRU"]
+    assert layer[1] == gru[1] and core[2] == gru[2]
+    assert layer[0] < gru[0] and layer[3] > gru[3]
+    assert layer[0] > scaling.table1_flops([d // 2], d)["self-attention  n² d"][0]  # the projections count too
+    with pytest.raises(ValueError, match="first must be one of"):
+        scaling.macs_crossover("LSTM", "GRU")
+    with pytest.raises(ValueError, match="same count everywhere"):
+        scaling.macs_crossover("GRU", "GRU")
+
+
+def test_mac_rates_divide_the_counts_by_the_measured_time():
+    lengths, d = [8, 64], 32
+    counts = scaling.layer_macs(lengths, d)
+    one_gmac_per_s = {name: [m / 1e9 * 1e3 for m in counts[name]] for name in ("GRU", "attention layer")}
+    rates = scaling.mac_rates(lengths, one_gmac_per_s, d)
+    assert set(rates) == {"GRU", "attention layer"}
+    assert all(r == pytest.approx(1.0) for values in rates.values() for r in values)
+    half_speed = scaling.mac_rates(lengths, {"GRU": [2 * t for t in one_gmac_per_s["GRU"]]}, d)
+    assert half_speed["GRU"] == pytest.approx([0.5, 0.5])
+    with pytest.raises(ValueError, match="times_ms keys must be among"):
+        scaling.mac_rates(lengths, {"attention": [1.0, 1.0]}, d)
+    with pytest.raises(ValueError, match=r"times_ms\['GRU'\] must have one positive time per length \(2\)"):
+        scaling.mac_rates(lengths, {"GRU": [1.0]}, d)

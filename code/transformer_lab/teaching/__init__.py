@@ -6,9 +6,10 @@ slides, and timing. Import it explicitly (it pulls in matplotlib; the model does
 
 Modules: ``style`` (the palette and rcParams), ``plots_attention``, ``plots_model``,
 ``plots_training``, ``plots_speed``, ``plots_tokens``, ``plots_trained``, ``plots_paper``
-(figures), ``plots_map`` (a small map of the whole model with the slide's part highlighted), ``introspection`` (shapes, gradient norms, source code), ``speed`` (timings),
-``scaling`` (Table 1's terms counted and measured), ``paper`` (the paper's Tables 2-4 as
-cited data), ``cache`` (expensive results kept on disk, keyed by their inputs and the
+(figures), ``plots_map`` (a small map of the whole model with the slide's part
+highlighted), ``introspection`` (shapes, gradient norms, source code), ``speed`` (timings),
+``scaling`` (Table 1's terms and the timed layers' multiply-adds, counted and measured),
+``paper`` (the paper's Tables 2-4 as cited data), ``cache`` (expensive results kept on disk, keyed by their inputs and the
 package's source), ``by_hand`` (one head and layer normalisation step by step, LaTeX
 matrices), ``bleu`` (BLEU on one sentence pair), ``bpe`` and ``corpus`` (byte-pair encoding
 learned on a small text), ``tables`` (markdown tables), ``legibility`` (text large enough
@@ -42,9 +43,14 @@ from .cache import cache_directory, cached, set_cache_directory
 from .deck_models import CONTRAST_SENTENCE, DATES_MODEL, PRONOUN_MODEL, RUNNING_SENTENCE, DeckModel, dates_model, pronoun_model
 from .speed import attention_cost, attention_paths, decode_step_times, median_times
 from .scaling import (
+    LAYER_MAC_FORMULAS,
+    LAYER_MAC_TERMS,
     attention_vs_recurrence,
     cached_step_macs,
+    layer_macs,
     loglog_slope,
+    mac_rates,
+    macs_crossover,
     multi_head_macs,
     power_law_crossover,
     table1_flops,

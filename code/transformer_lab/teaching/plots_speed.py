@@ -5,13 +5,16 @@ measures.
 
 from __future__ import annotations
 
+import math
 from typing import Sequence
 
 import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.ticker import NullLocator
 
 from .. import checks
+from .scaling import LAYER_MAC_FORMULAS, layer_macs
 from .style import (OTHER, SERIES_COLORS, WIDE_FIGSIZE, as_array, check_labels, finish_axes, new_figure, plain_log_axis,
                     styled)
 
@@ -74,22 +77,33 @@ def plot_decode_step_times(
 
 @styled
 def plot_table1_scaling(lengths: Sequence[int], times_ms: dict[str, Sequence[float]],
-                        flops: dict[str, Sequence[float]], d_model: int) -> Figure:
+                        flops: dict[str, Sequence[float]] | None = None, *, d_model: int) -> Figure:
     """Two log-log panels against the sequence length n (Table 1, Section 4): measured
-    milliseconds per layer (``times_ms``, one series per layer) and the multiply-adds of
-    Table 1's leading terms (``flops``), with a dotted line at n = d_model."""
+    milliseconds per layer (``times_ms``, one series per layer) and the multiply-adds the
+    timed layers actually do (:func:`~transformer_lab.teaching.scaling.layer_macs`:
+    attention layer 4 n d² + 2 n² d, attention core 2 n² d, GRU 6 n d², each in its
+    left-panel colour), with a dotted line at n = d_model, where the attention layer's
+    and the GRU's counts meet. ``flops`` (Table 1's bare terms, ``table1_flops``), if
+    given, is drawn beside them in thin dashed grey."""
     x = as_array(lengths, "lengths", 1, "(n,)")
-    if not isinstance(times_ms, dict) or not isinstance(flops, dict) or not times_ms or not flops:
-        raise ValueError("times_ms and flops must be non-empty dicts of name -> one value per length")
+    if not isinstance(times_ms, dict) or not times_ms:
+        raise ValueError("times_ms must be a non-empty dict of name -> one value per length")
+    if flops is not None and (not isinstance(flops, dict) or not flops):
+        raise ValueError("flops must be None or a non-empty dict of name -> one value per length")
     checks.positive_int("d_model", d_model)
+    counts = layer_macs([int(n) for n in x], d_model)
+    names = list(times_ms) + [name for name in counts if name not in times_ms]
+    colors = {name: SERIES_COLORS[i % len(SERIES_COLORS)] for i, name in enumerate(names)}
     fig, axes = new_figure(None, 1, 2, figsize=(WIDE_FIGSIZE[0], 4.4))
-    for a, series, ylabel, title in ((axes[0, 0], times_ms, "time (ms)", "measured, 1 thread"),
-                                     (axes[0, 1], flops, "multiply-adds", "Table 1's terms")):
-        for i, (name, values) in enumerate(series.items()):
-            y = as_array(values, f"series[{name!r}]", 1, "(n,)")
-            if y.shape != x.shape:
-                raise ValueError(f"series[{name!r}] must have one value per length ({x.shape[0]}), got {y.shape}")
-            a.loglog(x, y, "o-", color=SERIES_COLORS[i % len(SERIES_COLORS)], label=name, ms=5)
+    left, right = axes[0, 0], axes[0, 1]
+    for name, values in times_ms.items():
+        left.loglog(x, _per_length(values, name, x), "o-", color=colors[name], label=name, ms=5)
+    for name, values in counts.items():
+        right.loglog(x, values, "o-", color=colors[name], label=f"{name}  {LAYER_MAC_FORMULAS[name]}", ms=5)
+    for i, (name, values) in enumerate((flops or {}).items()):
+        right.loglog(x, _per_length(values, name, x), ("--", ":")[i % 2], color=OTHER["grey"], lw=1.5,
+                     label=f"Table 1: {name.split()[-2]} {name.split()[-1]}" if len(name.split()) > 1 else name)
+    for a, ylabel, title in ((left, "time (ms)", "measured, 1 thread"), (right, "multiply-adds", "multiply-adds")):
         a.axvline(d_model, color=OTHER["grey"], ls=":", lw=2)
         a.set_xscale("log", base=2)
         plain_log_axis(a.xaxis, 2, every=8)
@@ -97,10 +111,22 @@ def plot_table1_scaling(lengths: Sequence[int], times_ms: dict[str, Sequence[flo
         a.set_xlabel("sequence length n")
         a.set_ylabel(ylabel)
         a.set_title(title)
-        a.legend(loc="upper left")
-    axes[0, 1].annotate(f"n = d = {d_model}", (d_model, axes[0, 1].get_ylim()[0]), xytext=(6, 10),
-                        textcoords="offset points")
+    left.legend(loc="upper left")
+    low, high = right.get_ylim()  # room above the lines for the legend: about a tenth of the height per entry
+    above = 0.06 + 0.1 * (len(counts) + len(flops or {}))
+    right.set_ylim(low, high * (high / low) ** (above / (1 - above)))
+    right.set_yticks([10.0**k for k in range(math.ceil(math.log10(low)), math.floor(math.log10(high)) + 1)])
+    right.yaxis.set_minor_locator(NullLocator())  # no ticks in the legend's room
+    right.legend(loc="upper left")
+    right.annotate(f"n = d = {d_model}", (d_model, low), xytext=(6, 10), textcoords="offset points")
     return fig
+
+
+def _per_length(values, name: str, x: np.ndarray) -> np.ndarray:
+    y = as_array(values, f"series[{name!r}]", 1, "(n,)")
+    if y.shape != x.shape:
+        raise ValueError(f"series[{name!r}] must have one value per length ({x.shape[0]}), got {y.shape}")
+    return y
 
 
 @styled

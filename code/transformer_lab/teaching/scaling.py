@@ -4,8 +4,11 @@ Table 1 of Vaswani et al. (2017) gives a self-attention layer O(n^2 d) work and 
 sequential operations, a recurrent layer O(n d^2) work and O(n) sequential operations;
 Section 4 concludes that self-attention is cheaper "when the sequence length n is smaller
 than the representation dimensionality d". :func:`table1_flops` counts the two leading
-terms (they cross at n = d); :func:`attention_vs_recurrence` times both layers on this
-machine; :func:`loglog_slope` reads the exponent off a log-log curve; and
+terms (they cross at n = d); :func:`layer_macs` counts what the layers we time actually do
+(the GRU's three gates make it 6 n d^2, the attention layer's projections add 4 n d^2),
+:func:`macs_crossover` says where two such counts meet and :func:`mac_rates` turns
+timings into multiply-adds per second; :func:`attention_vs_recurrence` times the layers on
+this machine; :func:`loglog_slope` reads the exponent off a log-log curve; and
 :func:`cached_step_macs` splits one cached decoding step into the work that grows with the
 prefix and the work that does not (the key/value cache slide).
 """
@@ -30,6 +33,65 @@ def table1_flops(lengths: Sequence[int], d_model: int = 512) -> dict[str, list[i
     lengths = [checks.positive_int("lengths[i]", n) for n in lengths]
     return {"self-attention  n² d": [n * n * d_model for n in lengths],
             "recurrent  n d²": [n * d_model * d_model for n in lengths]}
+
+
+#: The multiply-adds of each layer :func:`attention_vs_recurrence` times, as coefficients
+#: (a, b) of a n d^2 + b n^2 d: the attention layer's four projections w_q, w_k, w_v, w_o
+#: (4 n d^2) and its core; the core alone, Q K^T and the weights times V (n^2 d each);
+#: ``nn.GRU``'s three gates (reset, update, new), each an input-to-hidden W x_t and a
+#: hidden-to-hidden U h_{t-1} product of d^2 per step (6 n d^2). Biases, the softmax and
+#: the gates' elementwise products (about 3 d multiplies a step) are left out.
+LAYER_MAC_TERMS: dict[str, tuple[int, int]] = {"attention layer": (4, 2), "attention core": (0, 2), "GRU": (6, 0)}
+#: The same counts as formulas, for labels.
+LAYER_MAC_FORMULAS = {"attention layer": "4 n d² + 2 n² d", "attention core": "2 n² d", "GRU": "6 n d²"}
+
+
+def layer_macs(lengths: Sequence[int], d_model: int = 512) -> dict[str, list[int]]:
+    """Multiply-adds of one forward pass, batch 1, of each layer that
+    :func:`attention_vs_recurrence` times (same names; :data:`LAYER_MAC_TERMS`), for each
+    length n. Unlike Table 1's bare terms they keep the constants: the attention layer
+    does 4 n d^2 + 2 n^2 d and the GRU 6 n d^2, so they meet at n = d, and at n < d the
+    GRU also does more arithmetic."""
+    checks.positive_int("d_model", d_model)
+    lengths = [checks.positive_int("lengths[i]", n) for n in lengths]
+    return {name: [a * n * d_model * d_model + b * n * n * d_model for n in lengths]
+            for name, (a, b) in LAYER_MAC_TERMS.items()}
+
+
+def macs_crossover(first: str, second: str, d_model: int = 512) -> float:
+    """The length n > 0 at which layers ``first`` and ``second`` of :data:`LAYER_MAC_TERMS`
+    do the same multiply-adds: a n d^2 + b n^2 d = a' n d^2 + b' n^2 d at
+    n = d (a' - a) / (b - b'). The attention layer meets the GRU at n = d, the attention
+    core at n = 3 d; ``inf`` if they never meet at a positive length."""
+    checks.positive_int("d_model", d_model)
+    for name, value in (("first", first), ("second", second)):
+        if value not in LAYER_MAC_TERMS:
+            raise ValueError(f"{name} must be one of {sorted(LAYER_MAC_TERMS)}, got {value!r}")
+    (a1, b1), (a2, b2) = LAYER_MAC_TERMS[first], LAYER_MAC_TERMS[second]
+    if (a1, b1) == (a2, b2):
+        raise ValueError(f"first and second have the same count everywhere, got {first!r} and {second!r}")
+    if b1 == b2:
+        return math.inf
+    n = d_model * (a2 - a1) / (b1 - b2)
+    return n if n > 0 else math.inf
+
+
+def mac_rates(lengths: Sequence[int], times_ms: dict[str, Sequence[float]],
+              d_model: int = 512) -> dict[str, list[float]]:
+    """Billions of multiply-adds per second (:func:`layer_macs` over the measured time)
+    of each timed layer in ``times_ms`` (names of :data:`LAYER_MAC_TERMS`, milliseconds
+    per length): how well each uses the machine. The inverse, time per multiply-add,
+    compares layers that do different amounts of work."""
+    macs = layer_macs(lengths, d_model)
+    rates = {}
+    for name, times in times_ms.items():
+        if name not in macs:
+            raise ValueError(f"times_ms keys must be among {sorted(macs)}, got {name!r}")
+        if len(times) != len(lengths) or min(times) <= 0:
+            raise ValueError(f"times_ms[{name!r}] must have one positive time per length ({len(lengths)}), "
+                             f"got {list(times)}")
+        rates[name] = [m / (t * 1e-3) / 1e9 for m, t in zip(macs[name], times)]
+    return rates
 
 
 def loglog_slope(lengths: Sequence[float], values: Sequence[float]) -> float:
@@ -68,10 +130,17 @@ def attention_vs_recurrence(lengths: Sequence[int], d_model: int = 512, num_head
     - ``attention layer``: :class:`MultiHeadAttention` (projections w_q, w_k, w_v, w_o and
       the attention core), the layer Table 1 counts;
     - ``attention core``: softmax(Q K^T / sqrt(d_k)) V alone on projected (1, H, n, K);
-    - ``GRU``: one ``nn.GRU`` layer of width d_model over the n positions (n sequential steps).
+    - ``GRU``: one ``nn.GRU`` layer of width d_model over the n positions (n sequential
+      steps). On the CPU, PyTorch projects the inputs of all n positions in one matrix
+      product (3 n d^2 multiply-adds) and then runs n steps, each a (3d, d) matrix times
+      the state vector (3 d^2) and the gates' elementwise arithmetic.
 
-    Runs on ``threads`` threads (restored afterwards): one thread gives steadier figures
-    on a shared machine and keeps the comparison about work, not about parallel cores."""
+    Each length gets new random inputs; the three run interleaved, once to warm up and
+    then ``repeats`` times (:func:`~transformer_lab.teaching.speed.median_times`), in
+    evaluation mode, on the CPU, in float32. :func:`layer_macs` counts their work (same
+    names). Runs on ``threads`` threads (restored afterwards): one thread gives steadier
+    figures on a shared machine and keeps the comparison about work, not about parallel
+    cores."""
     checks.positive_int("threads", threads)
     before = torch.get_num_threads()
     torch.set_num_threads(threads)
