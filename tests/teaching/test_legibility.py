@@ -17,6 +17,7 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
+import transformer_lab as tl  # noqa: E402
 from transformer_lab import teaching as tt  # noqa: E402
 from transformer_lab.masks import causal_mask  # noqa: E402
 from transformer_lab.teaching import paper  # noqa: E402
@@ -33,6 +34,14 @@ def small_beam_tree() -> BeamTree:
              BeamNode(2, 0, 1, 1, 4, -1.2, "kept"), BeamNode(3, 1, 2, 0, 2, -0.9, "finished", -0.8),
              BeamNode(4, 2, 2, 1, 5, -2.0, "pruned")]
     return BeamTree(2, 0.6, nodes, [(-0.8, [1, 3, 2])])
+
+
+def token_vectors() -> Figure:
+    sentence = "the cat did not cross the road because it was too tired"
+    vocab = tl.Vocabulary(sentence.split())
+    torch.manual_seed(0)
+    model = tl.Transformer(tl.TransformerConfig.tiny(len(vocab.itos), 9, d_model=48, num_heads=3, d_ff=20))
+    return tt.plot_token_vectors(model, vocab, sentence)
 
 
 #: name -> (a figure from small inputs, where the deck shows it)
@@ -85,11 +94,13 @@ FIGURES = {
                                                                torch.rand(2, 4) / 2), "slide"),
     "plot_weights_from": (lambda: tt.plot_weights_from(
         [np.linspace(0.05, 0.3, 7)] * 2, [WORDS, WORDS], [1, 1], [4, 4], titles=["tired", "wide"]), "slide"),
+    "plot_token_vectors": (token_vectors, "slide"),
     "plot_beam_tree": (lambda: tt.plot_beam_tree(small_beam_tree(), [f"t{i}" for i in range(8)],
                                                  title="best: t3 t2, score -0.80"), "slide"),
     "plot_model_map": (lambda: tt.plot_model_map(["encoder", "cross-attention"]), "column 25%"),
 }
-HEATMAPS = ("plot_attention", "plot_attention (masked, slide)", "plot_attention_heads", "plot_positional_encoding")
+HEATMAPS = ("plot_attention", "plot_attention (masked, slide)", "plot_attention_heads", "plot_positional_encoding",
+            "plot_token_vectors")
 
 
 def test_every_public_plot_function_is_checked_here():

@@ -231,8 +231,9 @@ def test_plot_positional_encoding_shows_the_table_with_a_colour_bar():
     fig = plot_positional_encoding(table)
     assert len(fig.axes) == 2  # heatmap and colour bar
     np.testing.assert_allclose(fig.axes[0].images[0].get_array(), table.numpy())
-    assert fig.axes[1].get_ylabel() == "PE(pos, i)"
-    assert fig.axes[0].get_xlabel() == "dimension i" and fig.axes[0].get_ylabel() == "position pos"
+    # i counts (sin, cos) pairs as in the paper's PE(pos, 2i): the axis counts columns
+    assert fig.axes[1].get_ylabel() == "PE(pos, column)"
+    assert fig.axes[0].get_xlabel() == "column: 2i (sin), 2i + 1 (cos)" and fig.axes[0].get_ylabel() == "position pos"
 
 
 def test_plot_wavelengths_draws_the_requested_columns_of_the_table():
@@ -243,6 +244,13 @@ def test_plot_wavelengths_draws_the_requested_columns_of_the_table():
     for line, d in zip(lines, (0, 5, 12)):
         np.testing.assert_allclose(line.get_ydata(), table[:, d])
     assert "cos" in lines[1].get_label() and "sin" in lines[0].get_label()
+    # the legend names columns as the paper's PE(pos, 2i) and PE(pos, 2i+1) do: i counts pairs
+    assert lines[0].get_label() == "2i = 0: sin, wavelength 6"
+    assert lines[1].get_label() == f"2i + 1 = 5: cos, wavelength {2 * np.pi * 10000 ** (4 / 32):.0f}"  # i = 2
+    assert lines[2].get_label() == f"2i = 12: sin, wavelength {2 * np.pi * 10000 ** (12 / 32):.0f}"
+    assert fig.axes[0].get_ylabel() == "PE(pos, column)"
+    assert plot_wavelengths(d_model=32, length=40, dims=(0, 12)).axes[0].get_ylabel() == "PE(pos, 2i)"
+    assert plot_wavelengths(d_model=32, length=40, dims=(1, 13)).axes[0].get_ylabel() == "PE(pos, 2i + 1)"
 
 
 # --------------------------------------------------------------------------- training

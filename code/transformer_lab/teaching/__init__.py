@@ -7,13 +7,15 @@ slides, and timing. Import it explicitly (it pulls in matplotlib; the model does
 Modules: ``style`` (the palette and rcParams), ``plots_attention``, ``plots_model``,
 ``plots_training``, ``plots_speed``, ``plots_tokens``, ``plots_trained``, ``plots_paper``
 (figures), ``plots_map`` (a small map of the whole model with the slide's part
-highlighted), ``introspection`` (shapes, gradient norms, source code), ``speed`` (timings),
-``scaling`` (Table 1's terms and the timed layers' multiply-adds, counted and measured),
-``paper`` (the paper's Tables 2-4 as cited data), ``cache`` (expensive results kept on disk, keyed by their inputs and the
-package's source), ``by_hand`` (one head and layer normalisation step by step, LaTeX
-matrices), ``bleu`` (BLEU on one sentence pair), ``bpe`` and ``corpus`` (byte-pair encoding
-learned on a small text), ``tables`` (markdown tables), ``legibility`` (text large enough
-for a slide), ``pronoun`` (what a trained encoder's heads do with "it"),
+highlighted), ``plots_inputs`` (one sentence's scaled embeddings plus positions, the
+encoder's input: ``sentence_inputs`` and ``plot_token_vectors``), ``introspection``
+(shapes, gradient norms, source code), ``speed`` (timings), ``scaling`` (Table 1's terms
+and the timed layers' multiply-adds, counted and measured), ``paper`` (the paper's Tables
+2-4 as cited data), ``cache`` (expensive results kept on disk, keyed by their inputs and
+the package's source), ``by_hand`` (one head and layer normalisation step by step, LaTeX
+matrices), ``bleu`` (BLEU on one sentence pair), ``bpe`` and ``corpus`` (byte-pair
+encoding learned on a small text), ``tables`` (markdown tables), ``legibility`` (text
+large enough for a slide), ``pronoun`` (what a trained encoder's heads do with "it"),
 ``decoding_steps`` (greedy decoding step by step, a recorded beam search) and
 ``deck_models`` (the trained models the deck shows, defined once: ``pronoun_model()``,
 ``dates_model()``). This file only re-exports them.
@@ -38,6 +40,7 @@ from .plots_speed import plot_attention_cost, plot_decode_panels, plot_decode_st
 from .plots_paper import plot_table2, plot_table3
 from .plots_tokens import plot_vocabulary_tradeoff
 from .plots_map import MAP_KEYS, plot_model_map
+from .plots_inputs import SentenceInputs, plot_token_vectors, sentence_inputs
 from .introspection import layer_gradient_norms, source_code, source_markdown, trace_shapes
 from .cache import cache_directory, cached, set_cache_directory
 from .deck_models import CONTRAST_SENTENCE, DATES_MODEL, PRONOUN_MODEL, RUNNING_SENTENCE, DeckModel, dates_model, pronoun_model

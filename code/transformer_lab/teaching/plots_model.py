@@ -21,16 +21,18 @@ from .style import DIVERGING_CMAP, OTHER, WIDE_FIGSIZE, add_colorbar, as_array, 
 
 @styled
 def plot_positional_encoding(table, title: str | None = None, ax: Axes | None = None) -> Figure:
-    """The sinusoid table (L, D) of Section 3.5 as a heatmap, positions down, dimensions
-    across: fast-varying columns on the left, slow ones on the right."""
+    """The sinusoid table (L, D) of Section 3.5 as a heatmap, positions down, its D columns
+    across: fast-varying columns on the left, slow ones on the right. As in the paper's
+    PE(pos, 2i) and PE(pos, 2i+1), i counts (sin, cos) pairs: column 2i is a sine, column
+    2i + 1 the cosine of the same frequency."""
     t = as_array(table, "table", 2, "(L, D)")
     fig, axes = new_figure(ax)
     a = axes[0, 0]
     im = a.imshow(t, cmap=DIVERGING_CMAP, vmin=-1.0, vmax=1.0, aspect="auto", interpolation="nearest")
-    a.set_xlabel("dimension i")
+    a.set_xlabel("column: 2i (sin), 2i + 1 (cos)")
     a.set_ylabel("position pos")
     a.set_title(title or f"Sinusoidal positional encoding, d_model = {t.shape[1]}")
-    add_colorbar(fig, im, a, "PE(pos, i)", shrink=0.9, pad=0.02, aspect=25)
+    add_colorbar(fig, im, a, "PE(pos, column)", shrink=0.9, pad=0.02, aspect=25)
     return fig
 
 
@@ -39,9 +41,12 @@ def plot_wavelengths(
     d_model: int = 512, length: int = 128, dims: Sequence[int] | None = None, ax: Axes | None = None
 ) -> Figure:
     """A few columns of the positional-encoding table against position (Section 3.5):
-    "the wavelengths form a geometric progression from 2*pi to 10000 * 2*pi". ``dims``
-    defaults to four even (sine) columns, i = 0, D/8, D/4 and 3D/8, with wavelengths of about
-    6, 20, 63 and 199 positions."""
+    "the wavelengths form a geometric progression from 2*pi to 10000 * 2*pi". ``dims`` are
+    column indices in [0, D). As in the paper's PE(pos, 2i) = sin(pos / 10000^(2i/d_model)),
+    i counts (sin, cos) pairs: column 2i is a sine, column 2i + 1 a cosine, both with
+    wavelength 2*pi * 10000^(2i/d_model); the legend names each column that way
+    ("2i = 64: sin"). ``dims`` defaults to four sine columns, 2i = 0, D/8, D/4 and 3D/8,
+    with wavelengths of about 6, 20, 63 and 199 positions."""
     checks.positive_even_int("d_model", d_model)
     if not isinstance(length, int) or length < 2:
         raise ValueError(f"length must be an int >= 2, got {length!r}")
@@ -55,12 +60,15 @@ def plot_wavelengths(
     fig, axes = new_figure(ax, figsize=(WIDE_FIGSIZE[0], 4.2))
     a = axes[0, 0]
     for d in dims:
-        wavelength = 2 * math.pi * 10000 ** ((d - d % 2) / d_model)
-        kind = "sin" if d % 2 == 0 else "cos"
-        a.plot(np.arange(length), table[:, d], label=f"i = {d}: {kind}, wavelength {wavelength:.0f}")
+        two_i = d - d % 2
+        wavelength = 2 * math.pi * 10000 ** (two_i / d_model)
+        column = f"2i = {d}: sin" if d % 2 == 0 else f"2i + 1 = {d}: cos"
+        a.plot(np.arange(length), table[:, d], label=f"{column}, wavelength {wavelength:.0f}")
     a.set_xlabel("position pos")
-    a.set_ylabel("PE(pos, i)")
-    a.set_title(f"Positional-encoding columns, d_model = {d_model}")
+    parities = {d % 2 for d in dims}
+    a.set_ylabel("PE(pos, 2i)" if parities == {0} else "PE(pos, 2i + 1)" if parities == {1} else "PE(pos, column)")
+    # from the plot's left edge: centred over a plot the legend narrows, it would stick out
+    a.set_title(f"Positional-encoding columns, d_model = {d_model}", loc="left")
     a.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
     return fig
 
