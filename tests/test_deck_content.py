@@ -130,7 +130,7 @@ def test_every_part_ends_with_a_recap_naming_its_exercises_and_the_command():
 
 
 RUNNING_EXAMPLE = ["it-reads-its-noun", "our-sentence-tokens", "our-sentence-vectors", "heads-on-our-sentence",
-                   "our-sentence-cross-attention", "our-sentence-decoded", "explorer"]
+                   "our-sentence-cross-attention", "our-sentence-decoded", "explorer-slide"]
 
 
 def test_the_running_example_is_traced_through_the_lecture_in_order():
@@ -144,7 +144,7 @@ def test_the_running_example_is_traced_through_the_lecture_in_order():
         path = next(name for name, t in text.items() if "{#" + slide_id in t)
         body = text[path].split("{#" + slide_id, 1)[1].split("\n## ", 1)[0]
         assert "tt.RUNNING_SENTENCE" in body, slide_id
-        if slide_id not in ("it-reads-its-noun", "explorer"):
+        if slide_id not in ("it-reads-its-noun", "explorer-slide"):
             assert "tt.plot_model_map(" in body, slide_id
 
 
