@@ -5,19 +5,19 @@ slides, and timing. Import it explicitly (it pulls in matplotlib; the model does
     fig = tt.plot_attention(weights, query_labels, key_labels)
 
 Modules: ``style`` (the palette and rcParams), ``plots_attention``, ``plots_model``,
-``plots_training``, ``plots_speed``, ``plots_tokens``, ``plots_trained``, ``plots_paper``
-(figures), ``plots_inputs`` (one sentence's scaled embeddings plus positions, the
-encoder's input: ``sentence_inputs`` and ``plot_token_vectors``), ``introspection``
-(shapes, gradient norms, source code), ``speed`` (timings), ``scaling`` (Table 1's terms
-counted and measured), ``paper`` (the paper's Tables 2-4 as cited data), ``cache``
-(expensive results kept on disk, keyed by their inputs and the package's source),
-``by_hand`` (one head and layer normalisation step by step, LaTeX matrices), ``bleu``
-(BLEU on one sentence pair), ``bpe`` and ``corpus`` (byte-pair encoding learned on a small
-text), ``tables`` (markdown tables), ``legibility`` (text large enough for a slide),
-``pronoun`` (what a trained encoder's heads do with "it"),
-``decoding_steps`` (greedy decoding step by step, a recorded beam search) and
-``deck_models`` (the trained models the deck shows, defined once: ``pronoun_model()``,
-``dates_model()``). This file only re-exports them.
+``plots_training``, ``plots_speed``, ``plots_tokens``, ``plots_trained``, ``plots_beam``,
+``plots_paper`` (figures), ``plots_inputs`` (one sentence's scaled embeddings plus
+positions, the encoder's input: ``sentence_inputs`` and ``plot_token_vectors``),
+``introspection`` (shapes, gradient norms, source code), ``speed`` (timings), ``scaling``
+(Table 1's terms counted and measured), ``paper`` (the paper's Tables 2-4 as cited data),
+``cache`` (expensive results kept on disk, keyed by their inputs and the package's
+source), ``by_hand`` (one head and layer normalisation step by step, LaTeX matrices),
+``bleu`` (BLEU on one sentence pair), ``bpe`` and ``corpus`` (byte-pair encoding learned
+on a small text), ``tables`` (markdown tables), ``legibility`` (text large enough for a
+slide), ``pronoun`` (what a trained encoder's heads do with "it"), ``decoding_steps``
+(greedy decoding step by step, a recorded beam search) and ``deck_models`` (the trained
+models the deck shows, defined once: ``pronoun_model()``, ``dates_model()``). This file
+only re-exports them.
 """
 
 from .style import ATTENTION_CMAP, DIVERGING_CMAP, FIGSIZE, MASK_CMAP, OTHER, PALETTE, SERIES_COLORS, STYLE
@@ -59,5 +59,6 @@ from .tables import markdown_table
 from .legibility import enlarge_text, smallest_text, text_sizes
 from . import corpus
 from .pronoun import AntecedentAttention, antecedent_attention, encoder_attention, noun_positions, weights_from_it
-from .plots_trained import plot_antecedent_heads, plot_beam_tree, plot_weights_from
+from .plots_trained import plot_antecedent_heads, plot_weights_from
+from .plots_beam import plot_beam_tree
 from .decoding_steps import BeamNode, BeamTree, DecodingStep, beam_tree, greedy_step_table
