@@ -5,8 +5,8 @@ slides, and timing. Import it explicitly (it pulls in matplotlib; the model does
     fig = tt.plot_attention(weights, query_labels, key_labels)
 
 Modules: ``style`` (the palette and rcParams), ``plots_attention``, ``plots_model``,
-``plots_training``, ``plots_speed``, ``plots_tokens``, ``plots_trained``, ``plots_paper``
-(figures), ``plots_map`` (a small map of the whole model with the slide's part
+``plots_training``, ``plots_speed``, ``plots_tokens``, ``plots_trained``, ``plots_beam``,
+``plots_paper`` (figures), ``plots_map`` (a small map of the whole model with the slide's part
 highlighted), ``plots_inputs`` (one sentence's scaled embeddings plus positions, the
 encoder's input: ``sentence_inputs`` and ``plot_token_vectors``), ``introspection``
 (shapes, gradient norms, source code), ``speed`` (timings), ``scaling`` (Table 1's terms
@@ -66,5 +66,6 @@ from .tables import markdown_table
 from .legibility import enlarge_text, smallest_text, text_sizes
 from . import corpus
 from .pronoun import AntecedentAttention, antecedent_attention, encoder_attention, noun_positions, weights_from_it
-from .plots_trained import plot_antecedent_heads, plot_beam_tree, plot_weights_from
+from .plots_trained import plot_antecedent_heads, plot_weights_from
+from .plots_beam import plot_beam_tree
 from .decoding_steps import BeamNode, BeamTree, DecodingStep, beam_tree, greedy_step_table

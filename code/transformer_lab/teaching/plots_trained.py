@@ -1,5 +1,5 @@
 """Figures of trained models: heads that resolve a pronoun (encoder self-attention,
-Section 3.2.3) and a beam search's tree (Section 6.1).
+Section 3.2.3). A beam search's tree (Section 6.1) is drawn by :mod:`.plots_beam`.
 
 Shapes: L layers, H heads, S keys.
 """
@@ -87,50 +87,4 @@ def plot_weights_from(weights: Sequence, key_labels: Sequence[Sequence[str]], an
                     loc="lower right")
     if title:
         fig.suptitle(title)
-    return fig
-
-
-@styled
-def plot_beam_tree(tree, labels: Sequence[str], title: str | None = None) -> Figure:
-    """A beam search drawn as a tree (Section 6.1): one column per step, top to bottom the
-    candidates that step kept (boxed, with log P(Y | X) so far) and finished (filled, with
-    the length-penalised score log P / lp(Y) in bold); the 2k - k ranked and pruned at
-    each step are left out. The best hypothesis's path is bold. ``tree`` is a
-    :class:`transformer_lab.teaching.decoding_steps.BeamTree`; ``labels`` maps ids to text."""
-    labels = [str(x) for x in labels]
-    if not tree.finished:
-        raise ValueError("tree must hold at least one finished hypothesis")
-    shown = [n for n in tree.nodes if n.status != "pruned"]
-    row: dict[int, int] = {}
-    for n in shown:  # rows in rank order within each step
-        row[n.id] = sum(1 for m in shown if m.step == n.step and m.rank < n.rank)
-    best = max((n for n in shown if n.status == "finished"), key=lambda n: n.final)
-    on_best, node_id = set(), best.id
-    while node_id is not None:
-        on_best.add(node_id)
-        node_id = tree.nodes[node_id].parent
-    fig = Figure(figsize=(WIDE_FIGSIZE[0], 4.6), layout="constrained")
-    a = fig.subplots()
-    for n in shown:
-        finished = n.status == "finished"
-        if n.parent is not None:
-            bold = n.id in on_best
-            a.plot([n.step - 1, n.step], [row[n.parent], row[n.id]], color=OTHER["ink"] if bold else OTHER_NOUN,
-                   linewidth=3.5 if bold else 1.4, zorder=1)
-        a.text(n.step, row[n.id], labels[n.token].replace("<", "\u2039").replace(">", "\u203a"), ha="center",
-               va="center", color="white" if finished else OTHER["ink"], zorder=3,
-               bbox=dict(boxstyle="round,pad=0.25", facecolor=OTHER["ink"] if finished else "white",
-                         edgecolor=OTHER["ink"]))
-        if n.step:
-            a.text(n.step, row[n.id] + 0.45, f"{n.final if finished else n.score:.2f}", ha="center", va="center",
-                   fontweight="bold" if finished else "normal", color=OTHER["ink"])
-    a.set_xlim(-0.6, max(n.step for n in shown) + 0.6)
-    a.set_ylim(max(row.values()) + 0.8, -0.5)
-    a.set_xticks(range(max(n.step for n in shown) + 1))
-    a.set_yticks([])
-    a.set_xlabel("step")
-    for side in ("left", "top", "right"):
-        a.spines[side].set_visible(False)
-    if title:
-        a.set_title(title)
     return fig
