@@ -115,7 +115,7 @@ def test_every_part_ends_with_a_recap_naming_its_exercises_and_the_command():
     named = set()
     for name, slides in parts_of_the_lecture()[:-1]:  # the last part ends with the summary
         title, body = slides[-1]
-        assert title.startswith("## Recap") and "{.recap}" in title, f"part {name!r} ends with {title!r}"
+        assert title.startswith("## Recap") and ".recap" in title, f"part {name!r} ends with {title!r}"
         box = re.search(r"^::: \{\.exercise\}\n(.*?)^:::$", body, flags=re.S | re.M)
         assert box, f"the recap of {name!r} has no exercise box"
         assert "make " in box.group(1), f"the recap of {name!r} names no command"
