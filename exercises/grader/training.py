@@ -175,8 +175,9 @@ def _padding_counts_for_nothing(ns) -> bool:
 LABEL_SMOOTHING = Exercise(12, "ex12_label_smoothing", "label smoothing", "label-smoothing",
                            {"LabelSmoothingLoss": tl.LabelSmoothingLoss}, (
     Part("LabelSmoothingLoss", run_label_smoothing, tl.LabelSmoothingLoss, mistakes=(
-        Mistake("spread over V - 1 tokens", "the smoothing mass goes to the V - 1 wrong tokens only; the "
-                "package spreads it over all V tokens, the correct one included (smoothing / V each, as "
+        Mistake("spread over V - 1 tokens", "the smoothing mass goes to the V - 1 wrong tokens only, the "
+                "convention of tensor2tensor; this exercise asks for the package's, which spreads it over "
+                "all V tokens, the correct one included (smoothing / V each, as "
                 "F.cross_entropy(label_smoothing=...) does).", "label-smoothing",
                 {"LabelSmoothingLoss": _OverWrongTokens}),
         Mistake("padding column kept at zero", "the smoothing mass avoids the padding token and the correct "

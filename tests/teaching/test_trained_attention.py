@@ -126,3 +126,18 @@ def test_noun_positions_finds_it_and_both_nouns_or_says_what_is_missing():
         tt.noun_positions("the cat slept because it was too tired", "cat")
     with pytest.raises(ValueError, match=r"sentence must hold 'it' and the antecedent 'dog' once each"):
         tt.noun_positions(TIRED, "dog")
+
+
+@pytest.mark.slow
+def test_the_head_for_both_kinds_reads_the_antecedent_of_each_running_sentence(pronoun):
+    # The opening slide and the explorer show this head on "... too tired" (cat) and
+    # "... too wide" (road): it must put the larger weight on the right noun in both.
+    layer, head = tt.head_for_both_kinds(pronoun.model, pronoun.src_vocab, pronoun.data.test)
+    assert layer == pronoun.model.config.num_layers - 1  # layer 0 cannot tell the nouns apart
+    for sentence, noun in [(tt.RUNNING_SENTENCE, "cat"), (tt.CONTRAST_SENTENCE, "road")]:
+        weights, words = tt.weights_from_it(pronoun.model, pronoun.src_vocab, sentence, layer, head)
+        _, right, other = tt.noun_positions(sentence, noun)
+        assert weights[right] > 5 * weights[other], (sentence, weights[right], weights[other])
+    with pytest.raises(ValueError, match="both an animal and a place"):
+        tt.head_for_both_kinds(pronoun.model, pronoun.src_vocab,
+                               [s for s in pronoun.data.test if s[1] in ANIMALS])

@@ -96,3 +96,19 @@ def weights_from_it(model: Transformer, src_vocab: Vocabulary, sentence: str, la
     weights = encoder_attention(model, src_vocab, [sentence])[layer, 0, head]  # (S, S)
     ids = src_vocab.encode(sentence)
     return weights[sentence.split().index(PRONOUN)], [src_vocab.itos[i] for i in ids]
+
+
+def head_for_both_kinds(model: Transformer, src_vocab: Vocabulary,
+                        examples: Sequence[tuple[str, str]]) -> tuple[int, int]:
+    """(layer, head) that prefers the antecedent most often in sentences about the animal
+    AND about the place: per head, the share of :func:`antecedent_attention` is taken on
+    each kind of antecedent apart and the worse of the two counts. Some heads find the
+    animal almost always and the place far less often; :meth:`AntecedentAttention.best_head`
+    over all sentences would pick such a head."""
+    kinds = [[(s, n) for s, n in examples if (n in ANIMALS) == animal] for animal in (True, False)]
+    if not all(kinds):
+        raise ValueError("examples must hold sentences about both an animal and a place, got "
+                         f"{len(kinds[0])} about an animal and {len(kinds[1])} about a place")
+    share = torch.minimum(*(antecedent_attention(model, src_vocab, k).more_on_antecedent for k in kinds))
+    return divmod(int(share.argmax()), share.size(1))
+
