@@ -7,7 +7,8 @@ when possible." The length penalty is GNMT's (Wu et al., 2016):
     lp(Y) = ((5 + |Y|) / 6) ** alpha,   score(Y) = log P(Y | X) / lp(Y)
 
 Both decoders feed one new token per step to the decoder and keep every layer's keys and
-values in a cache, so a step costs the same at the end of the output as at its start.
+values in a cache, so a step projects only the new token; its attention still reads every
+cached position, so a late step costs somewhat more than an early one (O(t d) more work).
 
 Shapes: B batch, S source length, L output length, k beam size, V vocabulary.
 """
