@@ -83,7 +83,7 @@ def test_scaled_embeddings_and_sinusoids_are_of_the_same_order_not_equal():
 
 
 def test_one_head_by_hand_gives_the_numbers_the_notes_describe():
-    m = slide_assignments("06-sdpa.qmd", ["x", "w_q", "w_k", "w_v"])
+    m = slide_assignments("01-attention.qmd", ["x", "w_q", "w_k", "w_v"])
     head = tt.one_head_steps(m["x"], m["w_q"], m["w_k"], m["w_v"])
     assert head.q.tolist() == [[2, 0], [0, 3], [2, 1]]  # "one plus one and zero": small integers
     assert head.q.shape == (3, 2) and head.v.shape == (3, 2)
@@ -124,7 +124,7 @@ def test_right_padded_batches_never_empty_a_row(lengths):
 
 
 def test_the_causal_quote_is_cited_to_section_3_1():
-    text = (CHAPTERS / "07-masks.qmd").read_text()
+    text = (CHAPTERS / "02-masks-heads.qmd").read_text()
     quote = "known outputs at positions less than $i$.\""
     assert quote in text
     assert text.split(quote, 1)[1].lstrip().startswith("(Section 3.1")
@@ -165,7 +165,7 @@ def test_the_model_normalises_with_nn_layer_norm():
 
 
 def test_bleu_slide_example_matches_sacrebleu():
-    m = slide_assignments("14a-bleu.qmd", ["hyp, ref"])
+    m = slide_assignments("06-training.qmd", ["hyp, ref"])
     hyp, ref = m["hyp"], m["ref"]
     ours = tt.sentence_bleu(hyp, ref)
     theirs = sacrebleu.corpus_bleu([hyp], [[ref]], smooth_method="none", tokenize="none")
