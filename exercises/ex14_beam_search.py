@@ -39,7 +39,10 @@ def beam_search(model, src: Tensor, beam_size: int, max_len: int, bos_id: int, e
     - Among the top k candidates, those ending in ``eos_id`` are finished, with score
       log P(Y) / lp(n) (|Y| = n counts the generated tokens, EOS included). At the last
       step, n = max_len - 1, every one of the top k is finished, EOS or not.
-    - An example is done once it has k finished hypotheses (or at the last step).
+    - An example is done once it has k finished hypotheses and the k-th best of their
+      scores is at least the best live candidate's log P / lp(n) (or at the last step).
+      Stopping at the first k finished would let weak beams' EOS end the search while a
+      far likelier prefix is still growing.
     - The k best candidates that do not end in EOS are the next step's live prefixes.
     - The answer is each example's finished hypothesis with the best normalised score.
 

@@ -101,6 +101,23 @@ def test_beam_search_finds_the_better_hypothesis_that_greedy_misses():
     assert beam[0].tolist() == [BOS, Bt, EOS]
 
 
+def test_beam_search_does_not_stop_while_a_better_prefix_is_live():
+    # Weak beams end early ("B EOS", "B G EOS") while the likely "A C D EOS" is still
+    # growing. Stopping at the first k finished returned "B EOS", far worse than greedy's
+    # answer (a search error a reviewer met on the dates model: beam 4 worse than greedy).
+    D, G = 6, 7
+    p = torch.full((8, 8), 1e-6)
+    p[BOS, [A, Bt, EOS]] = torch.tensor([0.9, 0.05, 0.04])
+    p[A, C], p[C, D], p[D, EOS] = 0.99, 0.99, 0.99
+    p[Bt, [EOS, G]] = torch.tensor([0.9, 0.05])
+    p[G, EOS] = 0.99
+    model, src = BigramModel(p / p.sum(-1, keepdim=True)), torch.full((1, 3), 3)
+    greedy = tl.greedy_decode(model, src, max_len=8, bos_id=BOS, eos_id=EOS)
+    beam = tl.beam_search(model, src, beam_size=2, max_len=8, bos_id=BOS, eos_id=EOS)
+    assert greedy[0].tolist() == [BOS, A, C, D, EOS]
+    assert beam[0].tolist() == [BOS, A, C, D, EOS]
+
+
 def test_length_penalty_trades_probability_for_length():
     p = torch.full((6, 6), 1e-6)
     p[BOS, [A, Bt]] = torch.tensor([0.52, 0.48])

@@ -301,6 +301,16 @@ def _finish(finished, seqs, b, k, step, top, beam, tok, eos_id, last, alpha):
         finished[b].append((top[b, r].item() / gnmt_length_penalty(step, alpha), hypothesis))
 
 
+def _no_better(hyps, k, top, tok, eos_id, step, alpha):
+    if len(hyps) < k:
+        return False
+    live = [top[r].item() for r in range(len(top)) if tok[r] != eos_id]
+    if not live or live[0] == -math.inf:
+        return True
+    kth = sorted((score for score, _ in hyps), reverse=True)[k - 1]
+    return kth >= live[0] / gnmt_length_penalty(step, alpha)
+
+
 @torch.no_grad()
 def beam_search(model, src, beam_size, max_len, bos_id, eos_id, length_penalty=0.6, src_mask=None):
     B, k = src.size(0), beam_size
@@ -326,7 +336,7 @@ def beam_search(model, src, beam_size, max_len, bos_id, eos_id, length_penalty=0
         for b in range(B):
             if not done[b]:
                 _finish(finished, seqs, b, k, step, top, beam, tok, eos_id, last, length_penalty)
-                done[b] = len(finished[b]) >= k or last
+                done[b] = last or _no_better(finished[b], k, top[b], tok[b], eos_id, step, length_penalty)
             keep = [r for r in range(2 * k) if tok[b, r] != eos_id][:k]
             rows += [b * k + int(beam[b, r]) for r in keep]
             tokens += [int(tok[b, r]) for r in keep]
@@ -479,7 +489,9 @@ EDITS = {
     (14, "length penalty applied at every step"): [
         ("cand = (scores.view(-1, 1) + logp).view(B, k * V)",
          "cand = ((scores.view(-1, 1) + logp) / gnmt_length_penalty(step, length_penalty)).view(B, k * V)"),
-        ("top[b, r].item() / gnmt_length_penalty(step, alpha)", "top[b, r].item()")],
+        ("top[b, r].item() / gnmt_length_penalty(step, alpha)", "top[b, r].item()"),
+        # the running scores are normalised already: the stopping rule compares them as they are
+        ("eos_id, step, length_penalty)", "eos_id, step, 0.0)")],
     (14, "cache not reordered"): [("        cache.reorder(rows)\n", "")],
     (14, "all beams start at 0"): [("scores = torch.full((B, k), -math.inf)\n    scores[:, 0] = 0", "scores = torch.zeros(B, k)")],
     (14, "logits summed"): [("[:, -1].log_softmax(-1)", "[:, -1]")],

@@ -152,8 +152,22 @@ class _Beams:
                 row = int(self.block[b, 0] + beam[b, rank])
                 hypothesis = torch.cat([self.tokens[row], token[b, rank].view(1)])
                 self.finished[b].append((score / gnmt_length_penalty(step, self.alpha), hypothesis))
-            if len(self.finished[b]) >= self.k or last:
-                self.done[b] = True
+            self.done[b] = last or self._cannot_improve(b, step, top_scores[b], is_eos[b])
+
+    def _cannot_improve(self, b: int, step: int, top_scores: Tensor, is_eos: Tensor) -> bool:
+        """Example b is done once it has k finished hypotheses and the k-th best of them
+        scores at least as well as its best live prefix, normalised at this length.
+        Stopping at the first k finished would let the EOS extensions of weak beams end the
+        search while a far better prefix is still growing (a search error: a confident
+        model's beam then answered worse than greedy). With k = 1 the rule stops exactly
+        where greedy decoding does: the finished hypothesis was the best candidate."""
+        if len(self.finished[b]) < self.k:
+            return False
+        live = top_scores[~is_eos]  # (<= 2k,), best first
+        if live.numel() == 0 or float(live[0]) == float("-inf"):
+            return True
+        kth_best = sorted((score for score, _ in self.finished[b]), reverse=True)[self.k - 1]
+        return kth_best >= float(live[0]) / gnmt_length_penalty(step, self.alpha)
 
     def advance(self, top_scores: Tensor, beam: Tensor, token: Tensor, is_eos: Tensor) -> Tensor:
         """Keep the k best candidates that do not end in EOS; return the rows (B*k,) they extend."""
@@ -193,8 +207,10 @@ def beam_search(
     At each step every live prefix is extended by every token and the best 2k
     candidates are kept: those ending in EOS among the top k are finished and scored
     with the length penalty (|Y| counts the generated tokens, EOS included); the best k
-    others go on. An example stops when k hypotheses are finished; at ``max_len`` the
-    live ones are finished as they are. Beam size 1 is greedy decoding. Logits holding NaN
+    others go on. An example stops once it has k finished hypotheses and the k-th best of
+    them scores at least as well as its best live prefix normalised at the current length
+    (stopping at the first k finished lets weak beams' EOS end the search too early); at
+    ``max_len`` the live ones are finished as they are. Beam size 1 is greedy decoding. Logits holding NaN
     or inf raise ``FloatingPointError`` naming the step, as in greedy decoding.
     """
     _check(model, src, max_len, bos_id, eos_id)

@@ -29,7 +29,8 @@ def _penalty(formula):
 
 # (model seed, EOS bias, beam size, max_len, alpha): chosen so that every known mistake
 # changes at least one answer (tests/test_exercises.py checks that each is told apart).
-BEAM_CASES = ((5, 1.0, 3, 10, 1.0), (0, 0.5, 2, 10, 0.6), (5, 1.0, 3, 10, 2.0), (3, 0.0, 3, 1, 0.6))
+BEAM_CASES = ((5, 1.0, 3, 10, 1.0), (0, 0.5, 2, 10, 0.6), (5, 1.0, 3, 10, 2.0), (3, 0.0, 3, 1, 0.6),
+              (1, 0.0, 2, 10, 2.0))
 
 
 def run_beam(ns, rec):

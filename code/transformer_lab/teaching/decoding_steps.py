@@ -147,7 +147,11 @@ def beam_tree(model: Transformer, src: torch.Tensor, beam_size: int, max_len: in
                 tree.nodes.append(BeamNode(node_id, parent, step, rank, token, score, status))
                 if status == "kept":
                     kept.append(node_id)
-        if len(tree.finished) >= k or last:  # done: the prefixes still alive are dropped
+        best_live = tree.nodes[kept[0]].score if kept else float("-inf")
+        kth_best = sorted((f for f, _ in tree.finished), reverse=True)[k - 1] if len(tree.finished) >= k else None
+        done = kth_best is not None and (best_live == float("-inf")
+                                         or kth_best >= best_live / gnmt_length_penalty(step, length_penalty))
+        if done or last:  # beam_search's rule: the prefixes still alive are dropped
             for i in kept:
                 tree.nodes[i] = dataclasses.replace(tree.nodes[i], status="pruned")
             break
