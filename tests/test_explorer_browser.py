@@ -150,7 +150,7 @@ def test_typing_in_the_box_does_not_change_the_slide(page):
     before = page.evaluate("() => Reveal.getIndices()")
     page.fill(".tlx-input", "")
     page.focus(".tlx-input")
-    for key in ["ArrowRight", "ArrowLeft", "Space", "n", "p", "PageDown", "f", "o", "s", "b"]:
+    for key in ["ArrowRight", "ArrowLeft", "Space", "n", "p", "f", "o", "s", "b"]:
         page.keyboard.press(key)
     assert page.evaluate("() => Reveal.getIndices()") == before
     assert page.input_value(".tlx-input") == " npfosb"  # the keys went to the box
@@ -171,3 +171,45 @@ def test_print_shows_the_still_with_a_note_and_starts_nothing(page):
         assert with_print.evaluate("() => [typeof window.ort, tlExplorer.state.started]") == ["undefined", False]
     finally:
         with_print.close()
+
+
+# -- a presenter with a clicker (issue 22, item 3) -----------------------------------------
+def in_the_box(page, typed: str = " was") -> None:
+    """Back on the explorer slide, the caret at the end of the box, ``typed`` typed there."""
+    page.evaluate("() => Reveal.slide(1)")
+    page.fill(".tlx-input", "the cat")
+    page.focus(".tlx-input")
+    page.keyboard.press("End")
+    page.keyboard.type(typed)
+
+
+def slide_index(page) -> int:
+    return page.evaluate("() => Reveal.getIndices().h")
+
+
+@pytest.mark.parametrize("key, slide", [("PageDown", 2), ("PageUp", 0)])
+def test_a_clicker_s_page_keys_turn_the_slide_from_the_box(page, key, slide):
+    in_the_box(page)
+    page.keyboard.press(key)
+    assert slide_index(page) == slide
+    assert page.input_value(".tlx-input") == "the cat was"
+
+
+def test_escape_leaves_the_box_and_the_arrows_move_the_deck_again(page):
+    in_the_box(page)
+    page.keyboard.press("Escape")
+    assert page.evaluate("() => document.activeElement.matches('.tlx-input')") is False
+    assert page.evaluate("() => Reveal.isOverview()") is False  # Esc left the box, nothing more
+    page.keyboard.press("ArrowRight")
+    assert slide_index(page) == 2
+    assert page.input_value(".tlx-input") == "the cat was"
+
+
+def test_arrows_in_the_box_move_the_caret_not_the_slide(page):
+    in_the_box(page)
+    page.keyboard.press("ArrowLeft")
+    page.keyboard.press("ArrowLeft")
+    assert slide_index(page) == 1
+    assert page.evaluate("() => document.querySelector('.tlx-input').selectionStart") == len("the cat was") - 2
+    page.keyboard.press("ArrowRight")
+    assert slide_index(page) == 1

@@ -15,10 +15,24 @@
 
   const isPrint = () => /print-pdf/i.test(window.location.search);
 
-  // Keys typed in the box (or on a menu) belong to it, not to reveal.js's shortcuts.
+  // Keys typed in the box (or on a menu) belong to it, not to reveal.js's shortcuts, except
+  // PageUp/PageDown (what a presenter's clicker sends): the control lets go of the focus and
+  // reveal.js, listening on the document, turns the slide. Esc lets go and stops there, so
+  // that the arrows and space move the deck again (reveal.js ignores keys while a text box
+  // has the focus; the arrows inside the box move its caret).
+  const DECK_KEYS = new Set(["PageUp", "PageDown"]);
   for (const type of ["keydown", "keypress", "keyup"]) {
     root.addEventListener(type, (event) => {
-      if (event.target.matches("input, select, button")) event.stopPropagation();
+      if (!event.target.matches("input, select, button")) return;
+      if (DECK_KEYS.has(event.key)) {
+        if (type === "keydown") event.target.blur();
+        return;
+      }
+      event.stopPropagation();
+      if (event.key === "Escape" && type === "keydown") {
+        event.preventDefault();
+        event.target.blur();
+      }
     });
   }
 
