@@ -302,3 +302,30 @@ def test_the_guide_says_what_to_type_and_fits_on_the_slide(page):
     page.click(".tlx-task[data-task=dates]")
     assert "date in words" in page.inner_text(".tlx-guide")
     page.click(".tlx-task[data-task=pronoun]")
+
+
+# -- a learner on a phone (issue 22, item 10) -----------------------------------------------
+CONTROLS = """() => Array.from(document.querySelectorAll('.tl-explorer button, .tl-explorer select, .tl-explorer input'))
+    .map((e) => { const r = e.getBoundingClientRect(); return [e.className, r.width, r.height]; })"""
+
+
+def test_on_a_phone_every_control_is_a_44_px_tap_target(page):
+    phone = page.context.new_page()
+    try:  # a phone held upright: 390 x 844 CSS px, 3 device pixels each, touch
+        cdp = page.context.new_cdp_session(phone)
+        cdp.send("Emulation.setDeviceMetricsOverride", {"width": 390, "height": 844, "deviceScaleFactor": 3,
+                                                        "mobile": True})
+        cdp.send("Emulation.setTouchEmulationEnabled", {"enabled": True, "maxTouchPoints": 5})
+        phone.goto(page.html.resolve().as_uri(), wait_until="load")
+        phone.wait_for_function("() => window.Reveal && Reveal.isReady()", timeout=20000)
+        assert phone.evaluate("() => [innerWidth, Reveal.isScrollView()]") == [390, True]  # reveal.js scrolls
+        phone.evaluate("() => document.querySelector('.tl-explorer').closest('.scroll-page').scrollIntoView()")
+        phone.wait_for_function("() => document.querySelector('.tl-explorer').dataset.state === 'ready'", timeout=30000)
+        controls = phone.evaluate(CONTROLS)
+        assert len(controls) == 6
+        assert [c for c in controls if c[1] < 44 or c[2] < 44] == []
+        bottom, page_bottom = phone.evaluate("""() => [document.querySelector('.tlx-svg').getBoundingClientRect().bottom,
+            document.querySelector('.tl-explorer').closest('.scroll-page-content').getBoundingClientRect().bottom]""")
+        assert bottom <= page_bottom  # the heatmap is not cut off by the scrolled page
+    finally:
+        phone.close()

@@ -45,8 +45,18 @@
     if (!state.started && slide && slide.contains(root)) start();
   }
 
+  // On a phone the slide is scaled down to about a third: the controls' CSS (a media query)
+  // sizes them by --tlx-tap, 44 px of the screen in the slide's pixels.
+  function tapSize() {
+    const scale = Reveal.getScale();
+    if (scale > 0) root.style.setProperty("--tlx-tap", `${Math.ceil(44 / scale)}px`);
+  }
+
   function hook() {
     if (isPrint() || !window.Reveal) return;
+    Reveal.on("resize", tapSize);
+    Reveal.on("ready", tapSize);
+    if (Reveal.isReady()) tapSize();
     Reveal.on("slidechanged", onSlide);
     Reveal.on("ready", onSlide);
     if (Reveal.isReady()) onSlide();
