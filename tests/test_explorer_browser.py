@@ -136,7 +136,10 @@ def message_after_typing(page, task: str, text: str) -> str:
 def test_bad_input_gets_a_message_on_the_slide(page):
     message = message_after_typing(page, "pronoun", "the dragon did not cross the road")
     assert "Unknown word “dragon”" in message and "pronoun model knows only these 47 words" in message
-    assert "donkey" in message and page.is_hidden(".tlx-map")
+    assert "donkey" in message
+    # the last good answer stays on the slide, greyed, under the message (issue 22, item 4)
+    assert page.is_visible(".tlx-map") and page.is_visible(".tlx-answer")
+    assert float(page.eval_on_selector(".tlx-map", "e => getComputedStyle(e).opacity")) < 0.5
     message = message_after_typing(page, "dates", " ".join(["two"] * 21))
     assert message == "Too long: at most 20 words, this input has 21."
     text = "the first of may two thousand"
@@ -150,7 +153,7 @@ def test_typing_in_the_box_does_not_change_the_slide(page):
     before = page.evaluate("() => Reveal.getIndices()")
     page.fill(".tlx-input", "")
     page.focus(".tlx-input")
-    for key in ["ArrowRight", "ArrowLeft", "Space", "n", "p", "PageDown", "f", "o", "s", "b"]:
+    for key in ["ArrowRight", "ArrowLeft", "Space", "n", "p", "f", "o", "s", "b"]:
         page.keyboard.press(key)
     assert page.evaluate("() => Reveal.getIndices()") == before
     assert page.input_value(".tlx-input") == " npfosb"  # the keys went to the box
@@ -171,3 +174,158 @@ def test_print_shows_the_still_with_a_note_and_starts_nothing(page):
         assert with_print.evaluate("() => [typeof window.ort, tlExplorer.state.started]") == ["undefined", False]
     finally:
         with_print.close()
+
+
+# -- a presenter with a clicker (issue 22, item 3) -----------------------------------------
+def in_the_box(page, typed: str = " was") -> None:
+    """Back on the explorer slide, the caret at the end of the box, ``typed`` typed there."""
+    page.evaluate("() => Reveal.slide(1)")
+    page.fill(".tlx-input", "the cat")
+    page.focus(".tlx-input")
+    page.keyboard.press("End")
+    page.keyboard.type(typed)
+
+
+def slide_index(page) -> int:
+    return page.evaluate("() => Reveal.getIndices().h")
+
+
+@pytest.mark.parametrize("key, slide", [("PageDown", 2), ("PageUp", 0)])
+def test_a_clicker_s_page_keys_turn_the_slide_from_the_box(page, key, slide):
+    in_the_box(page)
+    page.keyboard.press(key)
+    assert slide_index(page) == slide
+    assert page.input_value(".tlx-input") == "the cat was"
+
+
+def test_escape_leaves_the_box_and_the_arrows_move_the_deck_again(page):
+    in_the_box(page)
+    page.keyboard.press("Escape")
+    assert page.evaluate("() => document.activeElement.matches('.tlx-input')") is False
+    assert page.evaluate("() => Reveal.isOverview()") is False  # Esc left the box, nothing more
+    page.keyboard.press("ArrowRight")
+    assert slide_index(page) == 2
+    assert page.input_value(".tlx-input") == "the cat was"
+
+
+def test_arrows_in_the_box_move_the_caret_not_the_slide(page):
+    in_the_box(page)
+    page.keyboard.press("ArrowLeft")
+    page.keyboard.press("ArrowLeft")
+    assert slide_index(page) == 1
+    assert page.evaluate("() => document.querySelector('.tlx-input').selectionStart") == len("the cat was") - 2
+    page.keyboard.press("ArrowRight")
+    assert slide_index(page) == 1
+
+
+# -- typing without flicker, punctuation (issue 22, item 4) ---------------------------------
+WATCH_UNKNOWN = """() => {
+    const root = document.querySelector('.tl-explorer');
+    const replaced = () => root.querySelector('.tlx-message').textContent.startsWith('Unknown')
+        || getComputedStyle(root.querySelector('.tlx-answer')).display === 'none';
+    window.tlxReplaced = 0;
+    let was = replaced();
+    new MutationObserver(() => { const now = replaced(); if (now && !was) window.tlxReplaced += 1; was = now; })
+        .observe(root, { subtree: true, childList: true, characterData: true, attributes: true });
+}"""
+
+
+def settled(page, text: str) -> None:
+    page.wait_for_function("(t) => document.querySelector('.tlx-input').value === t && !tlExplorer.state.running"
+                           " && tlExplorer.state.settled !== false", arg=text, timeout=10000)
+
+
+def test_typing_a_sentence_keeps_the_answer_on_the_slide(page):
+    page.evaluate("() => Reveal.slide(1)")
+    page.click(".tlx-task[data-task=pronoun]")
+    page.fill(".tlx-input", "")
+    page.focus(".tlx-input")
+    page.evaluate(WATCH_UNKNOWN)
+    text = tl.teaching.CONTRAST_SENTENCE
+    page.keyboard.type(text, delay=60)  # one key every 60 ms, as a person types
+    settled(page, text)
+    assert page.evaluate("() => window.tlxReplaced") == 0
+    run = page.models["pronoun"]
+    assert page.inner_text(".tlx-answer") == run.tgt_vocab.decode(pytorch_decode(run, text)[0])
+    page.keyboard.type(" dragon", delay=60)  # a word the model does not know: said once it is typed
+    settled(page, text + " dragon")
+    assert page.evaluate("() => window.tlxReplaced") == 1
+    assert "Unknown word “dragon”" in page.inner_text(".tlx-message") and page.is_visible(".tlx-answer")
+
+
+def shown(page, task: str, text: str) -> dict:
+    page.click(f".tlx-task[data-task={task}]")
+    page.fill(".tlx-input", text)
+    settled(page, text)
+    return page.evaluate("""() => ({message: document.querySelector('.tlx-message').textContent,
+        answer: document.querySelector('.tlx-answer').textContent,
+        labels: Array.from(document.querySelectorAll('.tlx-svg text')).map((t) => t.textContent)})""")
+
+
+@pytest.mark.parametrize("task, plain, punctuated", [
+    ("pronoun", "the cat did not cross the road because it was too wide",
+     "The cat did not cross the road, because it was too wide."),
+    ("dates", "march third , nineteen ninety-nine", "March third, nineteen ninety-nine!")])
+def test_punctuation_the_vocabulary_lacks_is_ignored(page, task, plain, punctuated):
+    page.evaluate("() => Reveal.slide(1)")
+    want, got = shown(page, task, plain), shown(page, task, punctuated)
+    assert got["message"] == "" and got == want
+
+
+NORMALISE = ["The road, then", "ROAD,", "road.", "“road”", "it's too wide!", "march third,nineteen ninety-nine",
+             "twenty-two", "twenty—two", "(the) [first] {of} may?", "  spaced   out ", "¿qué?", "a-b, c; d: e…"]
+
+
+@pytest.mark.parametrize("task", list(INPUTS))
+def test_the_page_normalises_as_normalise_text(page, task):
+    vocab = page.models[task].src_vocab
+    got = page.evaluate("([task, texts]) => texts.map((x) => tlExplorer.normalise(tlExplorer.tasks[task], x))",
+                        [task, NORMALISE])
+    assert got == [tl.data.normalise_text(text, vocab) for text in NORMALISE]
+    # a mark the vocabulary lacks is dropped; one it has (the dates' ",") is a word of its own
+    assert tl.data.normalise_text("road,", vocab).split() == (["road", ","] if "," in vocab else ["road"])
+
+
+def test_the_guide_says_what_to_type_and_fits_on_the_slide(page):
+    page.evaluate("() => Reveal.slide(1)")
+    page.click(".tlx-task[data-task=pronoun]")
+    settled(page, tl.teaching.RUNNING_SENTENCE)
+    guide = page.inner_text(".tlx-guide")
+    assert "the noun “it” refers to" in guide and "count from 0" in guide and "label smoothing" in guide
+    size = page.evaluate("""() => { const g = document.querySelector('.tlx-guide');
+        return parseFloat(getComputedStyle(g).fontSize) * Reveal.getScale(); }""")
+    assert size >= 20
+    inside = page.evaluate("""() => { const s = document.querySelector('.reveal .slides').getBoundingClientRect();
+        return Array.from(document.querySelectorAll('.tl-explorer *')).filter((e) => e.getClientRects().length)
+            .every((e) => { const r = e.getBoundingClientRect(); return r.bottom <= s.bottom + 1 && r.right <= s.right + 1; }); }""")
+    assert inside
+    page.click(".tlx-task[data-task=dates]")
+    assert "date in words" in page.inner_text(".tlx-guide")
+    page.click(".tlx-task[data-task=pronoun]")
+
+
+# -- a learner on a phone (issue 22, item 10) -----------------------------------------------
+CONTROLS = """() => Array.from(document.querySelectorAll('.tl-explorer button, .tl-explorer select, .tl-explorer input'))
+    .map((e) => { const r = e.getBoundingClientRect(); return [e.className, r.width, r.height]; })"""
+
+
+def test_on_a_phone_every_control_is_a_44_px_tap_target(page):
+    phone = page.context.new_page()
+    try:  # a phone held upright: 390 x 844 CSS px, 3 device pixels each, touch
+        cdp = page.context.new_cdp_session(phone)
+        cdp.send("Emulation.setDeviceMetricsOverride", {"width": 390, "height": 844, "deviceScaleFactor": 3,
+                                                        "mobile": True})
+        cdp.send("Emulation.setTouchEmulationEnabled", {"enabled": True, "maxTouchPoints": 5})
+        phone.goto(page.html.resolve().as_uri(), wait_until="load")
+        phone.wait_for_function("() => window.Reveal && Reveal.isReady()", timeout=20000)
+        assert phone.evaluate("() => [innerWidth, Reveal.isScrollView()]") == [390, True]  # reveal.js scrolls
+        phone.evaluate("() => document.querySelector('.tl-explorer').closest('.scroll-page').scrollIntoView()")
+        phone.wait_for_function("() => document.querySelector('.tl-explorer').dataset.state === 'ready'", timeout=30000)
+        controls = phone.evaluate(CONTROLS)
+        assert len(controls) == 6
+        assert [c for c in controls if c[1] < 44 or c[2] < 44] == []
+        bottom, page_bottom = phone.evaluate("""() => [document.querySelector('.tlx-svg').getBoundingClientRect().bottom,
+            document.querySelector('.tl-explorer').closest('.scroll-page-content').getBoundingClientRect().bottom]""")
+        assert bottom <= page_bottom  # the heatmap is not cut off by the scrolled page
+    finally:
+        phone.close()

@@ -1,6 +1,7 @@
-"""A deck holding only the explorer slide (slides/chapters/08a-explorer.qmd) with the real
-deck's theme, size and set-up, written to a directory, so that the explorer's browser
-tests and benchmark build in seconds instead of building the whole deck."""
+"""A deck holding only the explorer slide (slides/chapters/08a-explorer.qmd), between a first
+and a last slide, with the real deck's theme, size and set-up, written to a directory, so
+that the explorer's browser tests and benchmark build in seconds instead of building the
+whole deck."""
 
 from __future__ import annotations
 
@@ -53,6 +54,13 @@ The explorer is on the next slide.
 
 """
 
+AFTER = """
+
+## A last slide
+
+The slide after the explorer: a clicker's PageDown lands here.
+"""
+
 
 def write_deck(directory: Path) -> Path:
     """Write the deck into ``directory``; returns the path of its ``deck.qmd``."""
@@ -62,5 +70,5 @@ def write_deck(directory: Path) -> Path:
     (directory / "_quarto.yml").write_text(QUARTO.format(theme=theme.name, code=REPO / "code"))
     cache = str(REPO / ".cache" / "transformer_lab")
     deck = directory / "deck.qmd"
-    deck.write_text(SETUP.format(cache=cache) + CHAPTER.read_text())
+    deck.write_text(SETUP.format(cache=cache) + CHAPTER.read_text() + AFTER)
     return deck

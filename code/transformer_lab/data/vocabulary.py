@@ -7,6 +7,7 @@ are whitespace-separated words or single characters.
 
 from __future__ import annotations
 
+import unicodedata
 import warnings
 from typing import Iterable, Sequence
 
@@ -127,14 +128,35 @@ class Vocabulary:
         return f"Vocabulary(size={len(self)}, tokenize={self.tokenize!r})"
 
 
-def normalise_text(text: str) -> str:
+def normalise_text(text: str, vocab: "Vocabulary | None" = None) -> str:
     """A user's text as the tasks spell their sources: lower case ("The Fourth of JULY"
     -> "the fourth of july"). Every task's source symbols are lower case, so a capital
-    would only become ``<unk>``. The explorer (``teaching/explorer.js``) does the same to
-    what is typed into it; the translate command line calls this."""
+    would only become ``<unk>``. With ``vocab``, punctuation (Unicode category P) is
+    read as the vocabulary reads it: a mark that is a symbol of a word vocabulary (the
+    dates' ",") is split off as a word ("third," -> "third , "); a mark inside its symbols
+    (the hyphen of "twenty-two") stays; any other mark is dropped (a space in a word
+    vocabulary: "road," -> "road "). The explorer (``teaching/explorer.js``) applies the
+    same rules to what is typed into it; the translate command line calls this without
+    ``vocab`` (lower case only: a mark it does not know is an ``<unk>``, with a warning)."""
     if not isinstance(text, str):
         raise TypeError(f"text must be a str, got {type(text).__name__}")
-    return text.lower()
+    text = text.lower()
+    if vocab is None:
+        return text
+    if not isinstance(vocab, Vocabulary):
+        raise TypeError(f"vocab must be a Vocabulary or None, got {type(vocab).__name__}")
+    word = vocab.tokenize == "word"
+    symbols = vocab.itos[len(SPECIALS):]
+    inside = set("".join(s for s in symbols if len(s) > 1))
+    out = []
+    for c in text:
+        if not unicodedata.category(c).startswith("P") or (c in inside) or (not word and c in vocab.stoi):
+            out.append(c)
+        elif word and c in vocab.stoi:
+            out.append(f" {c} ")
+        else:
+            out.append(" " if word else "")
+    return "".join(out)
 
 
 def _split(text: str, tokenize: str) -> list[str]:

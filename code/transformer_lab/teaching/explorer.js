@@ -7,18 +7,36 @@
   const $ = (selector) => root.querySelector(selector);
   const data = JSON.parse($(".tlx-data").textContent);
   const tasks = Object.fromEntries(data.tasks.map((t) => [t.name, t]));
-  for (const t of data.tasks) t.stoi = Object.fromEntries(t.src.itos.map((s, i) => [s, i]));
+  for (const t of data.tasks) {
+    t.stoi = Object.fromEntries(t.src.itos.map((s, i) => [s, i]));
+    t.inside = new Set(t.src.itos.slice(4).filter((s) => s.length > 1).join(""));  // "-" of "twenty-two"
+  }
   const state = { task: data.tasks[0].name, ...data.start, started: false, ready: false, running: false,
-                  pending: false, last: null, sessions: {}, readyMs: null, timings: {} };
+                  pending: false, settled: true, typing: null, last: null, sessions: {}, readyMs: null, timings: {} };
+  const SETTLE_MS = 900;  // a last word left alone this long is complete, known or not
   const SVG = "http://www.w3.org/2000/svg";
   const G = { width: 560, height: 450, font: 21, char: 12.0, cellMax: 48, bar: 16, barHeight: 200 };
 
   const isPrint = () => /print-pdf/i.test(window.location.search);
 
-  // Keys typed in the box (or on a menu) belong to it, not to reveal.js's shortcuts.
+  // Keys typed in the box (or on a menu) belong to it, not to reveal.js's shortcuts, except
+  // PageUp/PageDown (what a presenter's clicker sends): the control lets go of the focus and
+  // reveal.js, listening on the document, turns the slide. Esc lets go and stops there, so
+  // that the arrows and space move the deck again (reveal.js ignores keys while a text box
+  // has the focus; the arrows inside the box move its caret).
+  const DECK_KEYS = new Set(["PageUp", "PageDown"]);
   for (const type of ["keydown", "keypress", "keyup"]) {
     root.addEventListener(type, (event) => {
-      if (event.target.matches("input, select, button")) event.stopPropagation();
+      if (!event.target.matches("input, select, button")) return;
+      if (DECK_KEYS.has(event.key)) {
+        if (type === "keydown") event.target.blur();
+        return;
+      }
+      event.stopPropagation();
+      if (event.key === "Escape" && type === "keydown") {
+        event.preventDefault();
+        event.target.blur();
+      }
     });
   }
 
@@ -27,8 +45,18 @@
     if (!state.started && slide && slide.contains(root)) start();
   }
 
+  // On a phone the slide is scaled down to about a third: the controls' CSS (a media query)
+  // sizes them by --tlx-tap, 44 px of the screen in the slide's pixels.
+  function tapSize() {
+    const scale = Reveal.getScale();
+    if (scale > 0) root.style.setProperty("--tlx-tap", `${Math.ceil(44 / scale)}px`);
+  }
+
   function hook() {
     if (isPrint() || !window.Reveal) return;
+    Reveal.on("resize", tapSize);
+    Reveal.on("ready", tapSize);
+    if (Reveal.isReady()) tapSize();
     Reveal.on("slidechanged", onSlide);
     Reveal.on("ready", onSlide);
     if (Reveal.isReady()) onSlide();
@@ -84,15 +112,35 @@
   }
 
   // -- input -> source ids, with the messages a reader needs --------------------------
+  // tl.data.normalise_text(text, vocab): lower case; a punctuation mark that is a word of
+  // the vocabulary (the dates' ",") split off, one inside its words ("twenty-two") kept,
+  // any other dropped ("road," is "road"). tests/test_explorer_browser.py checks they agree.
+  function normalise(task, text) {
+    const word = task.src.tokenize !== "char";
+    let out = "";
+    for (const c of text.toLowerCase()) {
+      if (!/\p{P}/u.test(c) || task.inside.has(c) || (!word && c in task.stoi)) out += c;
+      else if (word && c in task.stoi) out += ` ${c} `;
+      else out += word ? " " : "";
+    }
+    return out;
+  }
+
   function symbols(task, text) {
     return task.src.tokenize === "char" ? Array.from(text) : text.trim().split(/\s+/).filter((s) => s);
   }
 
-  function check(task, text) {
+  // typing: the last word is still being typed (no space after it, edited moments ago), so
+  // an unknown last word is a word in progress, not a mistake.
+  function check(task, text, typing = false) {
     const unit = task.src.tokenize === "char" ? "character" : "word";
     const found = symbols(task, text);
     if (found.length === 0) return { problem: `Type ${unit}s for the ${task.name} model.` };
     const unknown = found.filter((s) => !(s in task.stoi) || task.stoi[s] < 4);
+    const last = found[found.length - 1];
+    if (typing && unit === "word" && unknown.length === 1 && unknown[0] === last && !/\s$/.test(text)) {
+      return { typing: last };
+    }
     if (unknown.length) {
       return { problem: `Unknown ${unit} “${unknown[0]}”: the ${task.name} model knows only these ` +
                         `${task.src.itos.length - 4} ${unit}s:`, vocabulary: task.src.itos.slice(4) };
@@ -106,10 +154,10 @@
   // -- greedy decoding, one decoder step at a time (the decoder reads the whole prefix) --
   const int64 = (ids) => new ort.Tensor("int64", BigInt64Array.from(ids.map((i) => BigInt(i))), [1, ids.length]);
 
-  async function decode(taskName, text) {
+  async function decode(taskName, text, typing = false) {
     const task = tasks[taskName];
-    const checked = check(task, text);
-    if (checked.problem) return checked;
+    const checked = check(task, normalise(task, text), typing);
+    if (checked.problem || checked.typing) return checked;
     const session = await state.sessions[taskName];
     const t0 = performance.now();
     const src = int64(checked.ids);
@@ -153,7 +201,10 @@
       box.appendChild(words);
     }
     box.classList.toggle("tlx-error", Boolean(isError));
-    root.classList.toggle("tlx-problem", Boolean(text));  // the message takes the output's place
+    // the last good answer stays, greyed, under the message: the reader fixes the word
+    // without losing what the model said
+    root.classList.toggle("tlx-stale", Boolean(text) && state.last !== null);
+    root.classList.toggle("tlx-problem", Boolean(text) && state.last === null);
   }
 
   function shade(weight) {
@@ -240,7 +291,11 @@
     answer.className = "tlx-answer";
     answer.textContent = words.join(task.tgt.tokenize === "char" ? "" : " ");
     $(".tlx-output").replaceChildren(list, answer);
-    const steps = r.stepMs.length;
+    drawStatus();
+  }
+
+  function drawStatus() {
+    const r = state.last, steps = r.stepMs.length;
     setStatus(`ONNX Runtime Web, in this page: ${steps} step${steps === 1 ? "" : "s"} in ${r.totalMs.toFixed(0)} ms`);
   }
 
@@ -251,10 +306,18 @@
     try {
       do {
         state.pending = false;
-        const result = await decode(state.task, $(".tlx-input").value.toLowerCase());
+        const result = await decode(state.task, $(".tlx-input").value, !state.settled);
+        state.typing = result.typing || null;
+        if (result.typing) {  // keep the answer in place; a quiet note instead of a message
+          showMessage("");
+          setStatus(`typing “${result.typing}”…`);
+          continue;
+        }
         if (result.problem) { showMessage(result.problem, true, result.vocabulary); continue; }
         showMessage("");
+        const same = state.last && state.last.task === result.task && String(state.last.source) === String(result.source);
         state.last = result;
+        if (same) { drawStatus(); continue; }  // "the cat " after "the cat": nothing new to draw
         drawSteps();
         drawMap();
       } while (state.pending);
@@ -278,16 +341,26 @@
     fillSelect($(".tlx-layer"), task.layers, state.layer);
     fillSelect($(".tlx-head"), task.heads, state.head);
     $(".tlx-input").value = task.example;
+    $(".tlx-guide-task").textContent = task.guide;
+    state.settled = true;
+    update();
+  }
+
+  let settle = null;
+  function edited() {
+    state.settled = false;
+    clearTimeout(settle);
+    settle = setTimeout(() => { state.settled = true; if (state.typing) update(); }, SETTLE_MS);
     update();
   }
 
   root.querySelectorAll(".tlx-task").forEach((b) => b.addEventListener("click", () => chooseTask(b.dataset.task)));
-  $(".tlx-input").addEventListener("input", () => update());
+  $(".tlx-input").addEventListener("input", edited);
   $(".tlx-kind").addEventListener("change", (e) => { state.kind = e.target.value; drawMap(); });
   $(".tlx-layer").addEventListener("change", (e) => { state.layer = Number(e.target.value); drawMap(); });
   $(".tlx-head").addEventListener("change", (e) => { state.head = Number(e.target.value); drawMap(); });
 
   // For the tests and the benchmark: decode without drawing, and the state.
-  window.tlExplorer = { state, decode, chooseTask, start, tasks };
+  window.tlExplorer = { state, decode, chooseTask, start, tasks, normalise };
   if (document.readyState === "complete") hook(); else window.addEventListener("load", hook);
 })();

@@ -46,6 +46,13 @@ HERE = Path(__file__).parent
 MAX_WORDS = 20  # longest input, in source symbols (<eos> not counted)
 KINDS = {"encoder": "encoder self-attention", "decoder_self": "decoder self-attention",
          "cross": "cross-attention"}
+#: The one-line guide above the answer for the deck's two tasks (ExplorerTask.guide).
+GUIDES = {"pronoun": "Type a sentence with “it”: the answer is the noun “it” refers to. Try “wide” for “tired”.",
+          "dates": "Type a date in words, such as “march third, nineteen ninety-nine”: the answer is that date as "
+                   "year-month-day."}
+#: Under every task's guide: how to read the controls and the numbers.
+READING = ("Layers and heads count from 0. Probabilities stop near 0.9: label smoothing (Section 5.4) "
+           "trained them so.")
 RUNTIME_DIR = Path("onnxruntime-web") / "dist"
 RUNTIME_FILES = {"script": "ort.wasm.min.js", "glue": "ort-wasm-simd-threaded.mjs",
                  "wasm": "ort-wasm-simd-threaded.wasm"}
@@ -53,13 +60,16 @@ RUNTIME_FILES = {"script": "ort.wasm.min.js", "glue": "ort-wasm-simd-threaded.mj
 
 @dataclass(frozen=True)
 class ExplorerTask:
-    """One trained model on the explorer's task switch; ``example`` is the input shown first."""
+    """One trained model on the explorer's task switch; ``example`` is the input shown
+    first; ``guide`` the line that says what to type and what the answer means (``None``:
+    :data:`GUIDES`' line for ``name``, else none)."""
 
     name: str
     model: Transformer
     src_vocab: Vocabulary
     tgt_vocab: Vocabulary
     example: str
+    guide: str | None = None
 
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name.isidentifier():
@@ -69,7 +79,13 @@ class ExplorerTask:
         for name in ("src_vocab", "tgt_vocab"):
             if not isinstance(getattr(self, name), Vocabulary):
                 raise TypeError(f"{name} must be a Vocabulary, got {type(getattr(self, name)).__name__}")
+        if self.guide is not None and not isinstance(self.guide, str):
+            raise TypeError(f"guide must be a str or None, got {type(self.guide).__name__}")
         source_ids(self.src_vocab, self.example)  # raises on an unknown word or a long input
+
+    @property
+    def guide_text(self) -> str:
+        return GUIDES.get(self.name, "") if self.guide is None else self.guide
 
 
 def source_ids(src_vocab: Vocabulary, text: str) -> list[int]:
@@ -149,7 +165,8 @@ def task_data(task: ExplorerTask) -> dict:
     """What the page needs of one task: both graphs (packed), vocabularies and sizes."""
     encoder, decoder = to_onnx_bytes(task.model)
     config = task.model.config
-    return {"name": task.name, "example": task.example, "encoder": packed(encoder), "decoder": packed(decoder),
+    return {"name": task.name, "example": task.example, "guide": task.guide_text,
+            "encoder": packed(encoder), "decoder": packed(decoder),
             "src": task.src_vocab.to_dict(), "tgt": task.tgt_vocab.to_dict(), "layers": config.num_layers,
             "heads": config.num_heads, "maxWords": MAX_WORDS, "maxLen": config.max_len,
             "bos": BOS_ID, "eos": EOS_ID, "pad": config.pad_id}
@@ -208,6 +225,7 @@ def markup(tasks: list[ExplorerTask], still: Decoded, kind: str, layer: int, hea
  aria-label="input for the model">
 </div>
 <div class="tlx-controls">
+<p class="tlx-guide"><span class="tlx-guide-task">{e(tasks[0].guide_text)}</span> {e(READING)}</p>
 <div class="tlx-message" role="status"></div>
 <div class="tlx-output">{steps_markup(still, tasks[0].tgt_vocab)}</div>
 <p class="tlx-status">PyTorch, at build time</p>
