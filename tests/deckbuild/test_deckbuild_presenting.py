@@ -1,0 +1,149 @@
+"""Issue 22, "Presenting it": what a presenter met showing the deck.
+
+- the slide menu (key M) listed a title with maths as "The stack: N=6N = 6N=6" (the
+  heading's textContent: KaTeX's MathML, its TeX annotation and its HTML one after another);
+- the PDF showed the deck's footer on a slide with its own `::: footer`, and there was no
+  printed form of the speaker notes (now `render --handout`: <name>-handout.pdf);
+- the browser checks did not see text painted under the footer while still inside the slide;
+- in a narrow window (the speaker view's "upcoming" preview) the footer wrapped onto
+  several lines over the slide;
+- the viewport meta forbade pinch-zoom on a phone;
+- every output (HTML, PDF, handout, screenshots) gets the umask's mode.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+
+import pytest
+
+from deck_helpers import open_deck
+from deckbuild import browser
+from deckbuild.build import BuildSettings, build_document
+
+FOOTER = "Transformer Lab · Attention Is All You Need (Vaswani et al., 2017)"
+DECK = f"""---
+title: Presenting
+format:
+  revealjs:
+    html-math-method: katex
+    embed-resources: true
+    self-contained-math: true
+    footer: "{FOOTER}"
+    logo: logo.png
+    slide-number: true
+---
+
+## The stack: $N = 6$
+
+Six layers.
+
+::: notes
+Say why six layers of the stack.
+:::
+
+## Second slide
+
+Two.
+
+::: notes
+Notes of the second slide, read aloud.
+:::
+
+## Own footer
+
+Three.
+
+::: footer
+A footer of its own
+:::
+
+## No notes here
+
+Four.
+"""
+NOTES = {1: "Say why six layers of the stack.", 2: "Notes of the second slide, read aloud."}
+
+
+def _write_deck(root, text=DECK):
+    from PIL import Image
+
+    Image.new("RGB", (40, 40), (20, 140, 110)).save(root / "logo.png")
+    (root / "deck.qmd").write_text(text, encoding="utf-8")
+    return root / "deck.qmd"
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    doc = _write_deck(tmp_path_factory.mktemp("presenting"))
+    return build_document(doc, BuildSettings(handout=True), lambda *a, **k: None)
+
+
+@pytest.fixture
+def ctx():
+    """A browser for one test (the builds of other tests start their own)."""
+    with browser.browser() as c:
+        yield c
+
+
+def _pages(pdf):
+    from pypdf import PdfReader
+
+    return PdfReader(str(pdf)).pages
+
+
+def _images(page) -> list[str]:
+    """Names of the image XObjects drawn on a PDF page (at any depth of form XObjects)."""
+    found = []
+
+    def walk(resources):
+        xobjects = (resources or {}).get("/XObject") or {}
+        for name, ref in xobjects.items():
+            obj = ref.get_object()
+            if obj.get("/Subtype") == "/Image":
+                found.append(name)
+            elif obj.get("/Subtype") == "/Form":
+                walk(obj.get("/Resources"))
+    walk(page.get("/Resources"))
+    return found
+
+
+# -- item 6: footer and logo on every PDF page; the handout --------------------------------
+
+def test_every_pdf_page_has_the_footer_the_slide_shows_and_the_logo(built):
+    pages = _pages(built.pdf)
+    assert len(pages) == 5
+    for n, page in enumerate(pages):
+        text = page.extract_text()
+        flat = " ".join(text.split())
+        if n == 3:   # the slide with its own footer shows that one, as on screen
+            assert "A footer of its own" in flat and "Vaswani" not in flat, (n, text)
+        else:
+            assert FOOTER in flat, (n, text)
+        assert _images(page), f"page {n + 1} has no image (the logo)"
+
+
+def test_the_handout_has_each_slides_notes_under_it(built):
+    assert built.handout == built.pdf.with_name("deck-handout.pdf") and built.handout.is_file()
+    pages = _pages(built.handout)
+    assert len(pages) == len(_pages(built.pdf)) == 5
+    titles = ["Presenting", "The stack", "Second slide", "Own footer", "No notes here"]
+    for n, page in enumerate(pages):
+        flat = " ".join(page.extract_text().split())
+        assert titles[n] in flat, (n, flat)
+        for m, notes in NOTES.items():
+            assert (notes in flat) == (m == n), (n, notes, flat)
+        assert _images(page), f"handout page {n + 1} has no logo"
+    # the handout's pages are taller than the slides' (the notes go below the slide)
+    assert float(pages[0].mediabox.height) > float(_pages(built.pdf)[0].mediabox.height)
+
+
+def test_render_handout_writes_it_only_when_asked(tmp_path):
+    doc = _write_deck(tmp_path)
+    result = build_document(doc, BuildSettings(), lambda *a, **k: None)
+    assert result.handout is None and not (tmp_path / "deck-handout.pdf").exists()
+    again = build_document(doc, BuildSettings(handout=True), lambda *a, **k: None)
+    assert not again.up_to_date and again.handout.is_file()
+    assert build_document(doc, BuildSettings(handout=True), lambda *a, **k: None).up_to_date
