@@ -110,6 +110,24 @@ def _images(page) -> list[str]:
     return found
 
 
+# -- item 5: the menu --------------------------------------------------------------------
+
+def test_a_menu_title_with_maths_reads_once(built, ctx):
+    page = open_deck(ctx, built.html, size=(1155, 770))
+    page.keyboard.press("m")
+    page.wait_for_selector(".slide-menu.open")
+    entries = page.eval_on_selector_all(".slide-menu a", """els => els.map(a => ({
+        text: a.textContent.replace(/\\s+/g, ' ').trim(), label: a.getAttribute('aria-label'),
+        html: a.querySelectorAll('.katex-html').length, mathml: a.querySelectorAll('.katex-mathml').length,
+        width: a.getBoundingClientRect().width}))""")
+    page.close()
+    stack = entries[1]
+    assert stack["text"] == "The stack: N=6", entries      # was "The stack: N=6N = 6N=6"
+    assert stack["label"] == "The stack: N = 6"
+    assert (stack["html"], stack["mathml"]) == (1, 0)      # typeset once, as on the slide
+    assert [e["text"] for e in entries[2:]] == ["Second slide", "Own footer", "No notes here"]
+
+
 # -- item 6: footer and logo on every PDF page; the handout --------------------------------
 
 def test_every_pdf_page_has_the_footer_the_slide_shows_and_the_logo(built):
