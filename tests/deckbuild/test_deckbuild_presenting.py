@@ -128,6 +128,16 @@ def test_a_menu_title_with_maths_reads_once(built, ctx):
     assert [e["text"] for e in entries[2:]] == ["Second slide", "Own footer", "No notes here"]
 
 
+# -- item 10: pinch-zoom -------------------------------------------------------------------
+
+def test_the_viewport_meta_allows_pinch_zoom(built):
+    html = built.html.read_text(encoding="utf-8")
+    metas = re.findall(r'<meta name="viewport" content="([^"]*)"', html)
+    assert len(metas) == 1, metas
+    assert "user-scalable=no" not in metas[0] and "maximum-scale" not in metas[0], metas[0]
+    assert "width=device-width" in metas[0]
+
+
 # -- item 6: footer and logo on every PDF page; the handout --------------------------------
 
 def test_every_pdf_page_has_the_footer_the_slide_shows_and_the_logo(built):
