@@ -175,3 +175,30 @@ def test_render_handout_writes_it_only_when_asked(tmp_path):
     again = build_document(doc, BuildSettings(handout=True), lambda *a, **k: None)
     assert not again.up_to_date and again.handout.is_file()
     assert build_document(doc, BuildSettings(handout=True), lambda *a, **k: None).up_to_date
+
+
+# -- item 8: the footer in a small window ----------------------------------------------------
+
+@pytest.mark.parametrize("query", ["", "?receiver&progress=false&controls=false"])
+def test_the_footer_stays_on_one_line_in_a_small_window(built, ctx, query):
+    """The speaker view's "upcoming" preview is the deck in an iframe of a few hundred px."""
+    page = ctx.new_page()
+    page.set_viewport_size({"width": 320, "height": 240})
+    page.goto(built.html.resolve().as_uri() + query, wait_until="load")
+    page.wait_for_function("() => window.Reveal && Reveal.isReady()", timeout=20000)
+    page.evaluate("() => document.fonts.ready")
+    page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
+    box = page.evaluate("""() => {
+        const f = document.querySelector('.reveal > .footer-default');
+        const range = document.createRange(); range.selectNodeContents(f);
+        const tops = new Set(Array.from(range.getClientRects()).filter(r => r.width > 0)
+                             .map(r => Math.round(r.top)));
+        const r = f.getBoundingClientRect();
+        return {lines: tops.size, height: r.height, right: f.scrollWidth, width: window.innerWidth,
+                px: parseFloat(getComputedStyle(f).fontSize),
+                lineHeight: parseFloat(getComputedStyle(f.firstElementChild).lineHeight)}
+    }""")
+    page.close()
+    assert box["lines"] == 1, box
+    assert box["height"] <= box["lineHeight"] + 1, box
+    assert box["right"] <= box["width"] and box["px"] >= 6, box
