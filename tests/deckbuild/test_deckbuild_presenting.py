@@ -202,3 +202,49 @@ def test_the_footer_stays_on_one_line_in_a_small_window(built, ctx, query):
     assert box["lines"] == 1, box
     assert box["height"] <= box["lineHeight"] + 1, box
     assert box["right"] <= box["width"] and box["px"] >= 6, box
+
+
+# -- item 7: content under the footer ---------------------------------------------------------
+
+OVERFLOW_DECK = """---
+title: Tall
+format:
+  revealjs:
+    html-math-method: katex
+    embed-resources: true
+    footer: "Footer words here"
+---
+
+## Six px over
+
+::: {style="height: 553px"}
+:::
+
+Last line of text 6 px below.
+
+## Under the footer
+
+::: {style="height: 494px"}
+:::
+
+A last line of text long enough to run across the middle of the slide, where the footer sits.
+
+## Fine
+
+::: {style="height: 380px"}
+:::
+
+A last line of text long enough to run across the middle of the slide, where the footer sits.
+"""
+
+
+def test_text_painted_under_the_footer_is_an_overflow(tmp_path):
+    (tmp_path / "deck.qmd").write_text(OVERFLOW_DECK, encoding="utf-8")
+    html = build_document(tmp_path / "deck.qmd", BuildSettings(html_only=True), lambda *a, **k: None).html
+    report = browser.check_deck(html, speaker_view=False)
+    overflows = {s.index: [p["what"] for p in s.problems if p["kind"] == "overflow"] for s in report.slides}
+    assert overflows[0] == [] and overflows[3] == [], overflows
+    assert any("Last line of text 6 px below" in w for w in overflows[1]), overflows
+    # inside the slide, but painted under the footer's text (was not reported)
+    assert any(w.startswith('text p "A last line of text') and 'runs under the footer "Footer words here"' in w
+               for w in overflows[2]), overflows

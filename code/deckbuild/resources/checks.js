@@ -53,6 +53,40 @@ window.__deckbuildCheckSlide = function () {
     return { left: r.left, right: r.right, top: r.top + extra, bottom: r.bottom - extra };
   }
 
+  // The footer and logo are fixed in the window, not in the slide: in the checking window
+  // (the slide plus reveal's margin) the footer's text runs over the slide's last ~10 px,
+  // so content can stay inside the slide and still be painted under the footer. Their
+  // painted rects (the footer's text runs, not its full-width box) are obstacles too.
+  const chrome = [];
+  document.querySelectorAll(".reveal > .footer, .reveal > .slide-logo").forEach(el => {
+    const cs = getComputedStyle(el);
+    if (cs.display === "none" || cs.visibility === "hidden") return;
+    const name = el.classList.contains("footer") ? "footer" : "logo";
+    let rects = [el.getBoundingClientRect()];
+    if (name === "footer") {
+      const range = document.createRange();
+      range.selectNodeContents(el);
+      rects = Array.from(range.getClientRects());
+    }
+    rects.filter(r => r.width > 0.5 && r.height > 0.5)
+      .forEach(r => chrome.push({ name, text: el.textContent.trim().slice(0, 40), rect: toSlide(r) }));
+  });
+  const reported = new Set();
+
+  function checkChrome(s, el, what) {
+    for (const c of chrome) {
+      const dx = Math.min(s.right, c.rect.right) - Math.max(s.left, c.rect.left);
+      const dy = Math.min(s.bottom, c.rect.bottom) - Math.max(s.top, c.rect.top);
+      const key = c.name + "|" + describe(el);
+      if (dx > TOL && dy > TOL && !reported.has(key)) {
+        reported.add(key);
+        problems.push({ kind: "overflow", what: `${what} ${describe(el)} runs under the ${c.name}` +
+          (c.name === "footer" ? ` "${c.text}"` : ""),
+          rect: [s.left, s.top, s.right, s.bottom].map(v => Math.round(v)) });
+      }
+    }
+  }
+
   function checkRect(rect, el, what) {
     const c = clip(rect, el);
     if (c.right - c.left <= 0.5 || c.bottom - c.top <= 0.5) return;
@@ -61,6 +95,8 @@ window.__deckbuildCheckSlide = function () {
     if (s.left < -TOL || s.top < -TOL || s.right > W + TOL || s.bottom > H + TOL) {
       problems.push({ kind: "overflow", what: what + " " + describe(el),
         rect: [s.left, s.top, s.right, s.bottom].map(v => Math.round(v)) });
+    } else {
+      checkChrome(s, el, what);
     }
   }
 
