@@ -248,3 +248,20 @@ def test_text_painted_under_the_footer_is_an_overflow(tmp_path):
     # inside the slide, but painted under the footer's text (was not reported)
     assert any(w.startswith('text p "A last line of text') and 'runs under the footer "Footer words here"' in w
                for w in overflows[2]), overflows
+
+
+# -- item 11: modes ---------------------------------------------------------------------------
+
+def test_every_output_gets_the_umasks_mode(tmp_path):
+    doc = _write_deck(tmp_path)
+    before = os.umask(0o027)
+    try:
+        result = build_document(doc, BuildSettings(handout=True), lambda *a, **k: None)
+        shots = tmp_path / "deck_screenshots"
+        browser.check_deck(result.html, shots, speaker_view=False)
+    finally:
+        os.umask(before)
+    outputs = [result.html, result.pdf, result.handout, *sorted(shots.iterdir())]
+    assert len(outputs) == 3 + 5 + 1      # five screenshots and the contact sheet
+    modes = {p.name: oct(stat.S_IMODE(p.stat().st_mode)) for p in outputs}
+    assert set(modes.values()) == {oct(0o640)}, modes
