@@ -41,9 +41,10 @@ system-packages:
 
 deck-setup: setup $(NPM_STAMP) system-packages
 
-# HTML and PDF of every document listed in _quarto.yml, under _output/ (see README).
+# HTML and PDF of every document listed in _quarto.yml, under _output/ (see README), and
+# beside each PDF a handout (<name>-handout.pdf): every slide with its speaker notes under it.
 deck: deck-setup
-	$(PY) -m deckbuild render
+	$(PY) -m deckbuild render --handout
 
 # Serve the deck on http://127.0.0.1:4848 and rebuild it when a source file changes.
 preview: deck-setup

@@ -70,12 +70,15 @@ def _block_network(ctx, log: "Report | None" = None):
                and log.requests.append(r.url))
 
 
-def print_pdf(html: Path, pdf: Path, ctx=None) -> None:
-    """Print ``html`` with reveal.js's print-pdf layout: one page per slide."""
+def print_pdf(html: Path, pdf: Path, ctx=None, handout: bool = False) -> None:
+    """Print ``html`` with reveal.js's print-pdf layout: one page per slide, each with the
+    footer, logo and slide number (print.js); ``handout``: each slide's speaker notes
+    printed under it (reveal.js's showNotes), still one page per slide."""
     with (contextlib.nullcontext(ctx) if ctx else browser()) as c:
         _block_network(c)
-        page = _open(c, html.resolve().as_uri() + "?print-pdf")
-        page.wait_for_function("() => document.querySelector('.pdf-page') !== null", timeout=20000)
+        page = _open(c, html.resolve().as_uri() + "?print-pdf" + ("&showNotes=true" if handout else ""))
+        page.wait_for_function("() => document.documentElement.classList.contains('deckbuild-print-ready')",
+                               timeout=20000)
         page.evaluate("() => document.fonts.ready")
         page.pdf(path=str(pdf), print_background=True, prefer_css_page_size=True)
         page.close()

@@ -22,6 +22,7 @@ from .options import Project, find_project_root, load_project, resolve_options
 @dataclass
 class BuildSettings:
     html_only: bool = False
+    handout: bool = False       # also <stem>-handout.pdf: each slide with its speaker notes
     use_cache: bool = True
     cell_timeout: float | bool | None = None   # seconds (False: none); None: the project's
     jobs: int | None = None     # chapters run at once (None: one per core)
@@ -32,6 +33,7 @@ class BuildResult:
     source: Path
     html: Path
     pdf: Path | None
+    handout: Path | None = None
     timings: dict = field(default_factory=dict)
     up_to_date: bool = False
     warnings: list[DeckWarning] = field(default_factory=list)
@@ -86,6 +88,11 @@ def output_paths(path: Path, project: Project | None) -> tuple[Path, Path]:
         rel = path.resolve().relative_to(project.root.resolve())
         html = project.output_dir / rel.with_suffix(".html")
     return html, html.with_suffix(".pdf")
+
+
+def handout_path(pdf: Path) -> Path:
+    """The handout beside the PDF: ``index.pdf`` -> ``index-handout.pdf``."""
+    return pdf.with_name(f"{pdf.stem}-handout.pdf")
 
 
 def _hash_files(h, paths) -> None:
@@ -146,7 +153,7 @@ def _fingerprint(job: Job, md: Path, css: Path, opts: dict, images: list[Path],
                  node_modules: Path) -> str:
     """Everything the HTML and PDF are made from; equal fingerprints mean nothing to redo."""
     h = hashlib.sha256()
-    h.update(f"{__version__}|{job.settings.html_only}|"
+    h.update(f"{__version__}|{job.settings.html_only}|{_wants_handout(job)}|"
              f"{json.dumps(opts, sort_keys=True, default=str)}".encode())
     h.update(md.read_bytes() + pandoc.init_script(opts).encode())
     _hash_files(h, [css, resources.TEMPLATE, resources.FILTERS, partials.PARTIALS,
@@ -176,6 +183,10 @@ def _project_offset(job: Job) -> str:
     return Path(os.path.relpath(job.root, job.path.parent)).as_posix()
 
 
+def _wants_handout(job: Job) -> bool:
+    return job.settings.handout and not job.settings.html_only
+
+
 def _write_outputs(job: Job, md: Path, layout: libs.Layout, opts: dict, html: Path,
                    pdf: Path, warnings: list | None = None) -> list[str]:
     """pandoc (and the PDF) into temporary files, moved into place only on success. The
@@ -184,10 +195,13 @@ def _write_outputs(job: Job, md: Path, layout: libs.Layout, opts: dict, html: Pa
     removed before the first output is replaced; the caller writes it after the last.
     Returns the resources pandoc could not fetch; pandoc's warnings (citations not in the
     bibliography) go to ``warnings``."""
-    for stale in html.parent.glob(f".{html.stem}.*.partial.*"):
-        stale.unlink(missing_ok=True)
+    handout = handout_path(pdf)
+    for stem in (html.stem, handout.stem):
+        for stale in html.parent.glob(f".{stem}.*.partial.*"):
+            stale.unlink(missing_ok=True)
     tmp_html = files.temporary_beside(html, ".partial.html")
     tmp_pdf = files.temporary_beside(pdf, ".partial.pdf")
+    tmp_handout = files.temporary_beside(handout, ".partial.pdf") if _wants_handout(job) else None
     try:
         t = time.perf_counter()
         failed = pandoc.run_pandoc(md, tmp_html, layout, opts, job.path.parent, md.parent,
@@ -199,18 +213,25 @@ def _write_outputs(job: Job, md: Path, layout: libs.Layout, opts: dict, html: Pa
                 t = time.perf_counter()
                 browser.print_pdf(tmp_html, tmp_pdf)
                 job.progress.step("pdf", t, f"{browser.pdf_pages(tmp_pdf)} pages")
+            if _wants_handout(job):
+                t = time.perf_counter()
+                browser.print_pdf(tmp_html, tmp_handout, handout=True)
+                job.progress.step("handout", t, f"{browser.pdf_pages(tmp_handout)} pages")
             # The stamp goes before the first output is replaced and comes back (in _build)
             # only once both are in place: a build killed between the two renames leaves no
             # stamp, so the next build remakes both instead of calling a mixed pair up to date.
             _stamp_path(job).unlink(missing_ok=True)
             if not job.settings.html_only:
                 os.replace(tmp_pdf, pdf)
+            if _wants_handout(job):
+                os.replace(tmp_handout, handout)
             os.replace(tmp_html, html)
         return failed
     finally:
         libs.discard(layout)
-        for tmp in (tmp_html, tmp_pdf):
-            tmp.unlink(missing_ok=True)
+        for tmp in (tmp_html, tmp_pdf, tmp_handout):
+            if tmp is not None:
+                tmp.unlink(missing_ok=True)
 
 
 def _stamp_path(job: Job) -> Path:
@@ -283,10 +304,12 @@ def _build(job: Job, doc: source.Document, opts: dict, images: list[Path], html:
     _emit_warnings(emit, doc.warnings)
 
     fingerprint = _fingerprint(job, md, css, opts, images, node_modules)
-    result = BuildResult(job.path, html, None if settings.html_only else pdf, job.progress.timings,
+    result = BuildResult(job.path, html, None if settings.html_only else pdf,
+                         handout_path(pdf) if _wants_handout(job) else None, job.progress.timings,
                          warnings=doc.warnings)
     linked_files = html.with_name(f"{html.stem}_files")
     if (settings.use_cache and html.exists() and (settings.html_only or pdf.exists())
+            and (result.handout is None or result.handout.exists())
             and (opts["embed-resources"] or linked_files.is_dir())
             and _stamped_fingerprint(job) == fingerprint):
         emit(f"  up to date: {job.shown(html)}")
@@ -298,7 +321,8 @@ def _build(job: Job, doc: source.Document, opts: dict, images: list[Path], html:
     pandoc_warnings: list[DeckWarning] = []
     failed = _write_outputs(job, md, layout, opts, html, pdf, pandoc_warnings)
     files.write_atomic(_stamp_path(job), json.dumps({"fingerprint": fingerprint}))
-    emit(f"  wrote {', '.join(job.shown(p) for p in ([html] if settings.html_only else [html, pdf]))}")
+    written = [html] if settings.html_only else [html, pdf]
+    emit(f"  wrote {', '.join(job.shown(p) for p in written + [result.handout] if p)}")
     _after_pandoc(job, doc, opts, html, failed, result, pandoc_warnings)
     job.progress.total()
     return result

@@ -42,7 +42,8 @@ def _targets(paths: list[str]) -> list[tuple[Path, object]]:
 
 
 def cmd_render(args) -> int:
-    settings = BuildSettings(html_only=args.html_only, use_cache=not args.no_cache,
+    settings = BuildSettings(html_only=args.html_only, handout=args.handout,
+                             use_cache=not args.no_cache,
                              cell_timeout=args.cell_timeout, jobs=args.jobs)
     t0 = time.perf_counter()
     results = [build_document(doc, settings, emit, project) for doc, project in _targets(args.paths)]
@@ -52,6 +53,8 @@ def cmd_render(args) -> int:
         print(r.html)
         if r.pdf:
             print(r.pdf)
+        if r.handout:
+            print(r.handout)
     return 0
 
 
@@ -115,6 +118,18 @@ def _timeout_argument(parser: argparse.ArgumentParser) -> None:
                              "limit; default: `deckbuild: cell-timeout` in _quarto.yml, else 600)")
 
 
+def _render_arguments(render: argparse.ArgumentParser) -> None:
+    render.add_argument("--html-only", action="store_true", help="skip the PDF")
+    render.add_argument("--handout", action="store_true",
+                        help="also print <name>-handout.pdf beside the PDF: one page per slide "
+                             "with its speaker notes under it")
+    render.add_argument("--no-cache", action="store_true",
+                        help="re-execute every cell and rebuild everything")
+    _timeout_argument(render)
+    render.add_argument("--jobs", type=_jobs, default=None, metavar="N",
+                        help="chapters run at once, each in its own kernel (default: one per core)")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m deckbuild",
@@ -123,12 +138,7 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command")
     render = sub.add_parser("render", help="build HTML and PDF (the default command)")
     render.add_argument("paths", nargs="*", help=".qmd files or a project directory (default: .)")
-    render.add_argument("--html-only", action="store_true", help="skip the PDF")
-    render.add_argument("--no-cache", action="store_true",
-                        help="re-execute every cell and rebuild everything")
-    _timeout_argument(render)
-    render.add_argument("--jobs", type=_jobs, default=None, metavar="N",
-                        help="chapters run at once, each in its own kernel (default: one per core)")
+    _render_arguments(render)
     preview = sub.add_parser("preview", help="serve on localhost and rebuild on change")
     preview.add_argument("paths", nargs="*", help=".qmd file or project directory (default: .)")
     preview.add_argument("--port", type=int, default=4848, help="port on 127.0.0.1 (default 4848)")

@@ -64,7 +64,7 @@ def init_script(opts: dict) -> str:
                            "slideFootnotes": opts.get("reference-location") != "document",
                            "slideLevel": opts["slide-level"]}
     helpers = "\n".join(read_resource(name)
-                        for name in ("deckbuild.js", "notes.js", "defaults.js", "menu.js"))
+                        for name in ("deckbuild.js", "notes.js", "defaults.js", "menu.js", "print.js"))
     plugins = PLUGINS + (["RevealMath"] if "math" in config else [])
     config_json = json.dumps(config, indent=1).replace("</", "<\\/")
     return (f"<script>\n{helpers}\n</script>\n<script>\n"
@@ -72,6 +72,7 @@ def init_script(opts: dict) -> str:
             f"deckbuildConfig.plugins = [{', '.join(plugins)}];\n"
             "window.deckbuildPrepare(deckbuildConfig);\n"
             "window.deckbuildRegister(Reveal);\n"
+            "window.deckbuildPrint(Reveal);\n"
             "Reveal.initialize(deckbuildConfig);\n"
             "</script>\n")
 

@@ -53,6 +53,63 @@ window.__deckbuildCheckSlide = function () {
     return { left: r.left, right: r.right, top: r.top + extra, bottom: r.bottom - extra };
   }
 
+  // The footer and logo are fixed in the window at pixel sizes, not in the slide, so the
+  // smaller the window the further they reach into the slide: in this 1155 x 770 window the
+  // footer's text covers the slide's last ~3 px, in a 1280 x 720 one (a 720p projector) its
+  // last ~10. Content that ends inside the slide can still be painted under the footer
+  // there. The footer's text (its line boxes, not its full-width box) is placed as it sits
+  // in a window REF px high (same distance from the window's bottom, same width in px), and
+  // the logo where it is now; content that meets them is an overflow too.
+  const REF = 720;
+  const chrome = [];
+  const margin = (cfg.margin || 0) * H / 2;         // slide px below the slide, at any scale
+  const refScale = REF / (H + 2 * margin);
+  document.querySelectorAll(".reveal > .footer, .reveal > .slide-logo").forEach(el => {
+    const cs = getComputedStyle(el);
+    if (cs.display === "none" || cs.visibility === "hidden") return;
+    const text = el.textContent.trim().slice(0, 40);
+    if (el.classList.contains("slide-logo")) {
+      const r = el.getBoundingClientRect();
+      if (r.width > 0.5 && r.height > 0.5) chrome.push({ name: "logo", text, rect: toSlide(r) });
+      return;
+    }
+    const runs = [];
+    const walker = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
+    for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+      if (!n.textContent.trim()) continue;
+      const range = document.createRange();
+      range.selectNodeContents(n);
+      const lineHeight = parseFloat(getComputedStyle(n.parentElement).lineHeight);
+      for (const r of range.getClientRects()) runs.push([r, lineHeight]);
+    }
+    for (const [raw, lineHeight] of runs) {
+      if (raw.width <= 0.5 || raw.height <= 0.5) continue;
+      // its line box (the footer is not scaled with the slide)
+      const extra = Math.max(0, (raw.height - (lineHeight || raw.height)) / 2);
+      const r = { left: raw.left, right: raw.right, top: raw.top + extra, bottom: raw.bottom - extra };
+      const fromBottom = window.innerHeight - r.top, below = window.innerHeight - r.bottom;
+      const left = (r.left - window.innerWidth / 2) / refScale + W / 2;
+      chrome.push({ name: "footer", text, rect: {
+        left, right: left + (r.right - r.left) / refScale,
+        top: H + margin - fromBottom / refScale, bottom: H + margin - below / refScale } });
+    }
+  });
+  const reported = new Set();
+
+  function checkChrome(s, el, what) {
+    for (const c of chrome) {
+      const dx = Math.min(s.right, c.rect.right) - Math.max(s.left, c.rect.left);
+      const dy = Math.min(s.bottom, c.rect.bottom) - Math.max(s.top, c.rect.top);
+      const key = c.name + "|" + describe(el);
+      if (dx > TOL && dy > TOL && !reported.has(key)) {
+        reported.add(key);
+        problems.push({ kind: "overflow", what: `${what} ${describe(el)} runs under the ${c.name}` +
+          (c.name === "footer" ? ` "${c.text}"` : ""),
+          rect: [s.left, s.top, s.right, s.bottom].map(v => Math.round(v)) });
+      }
+    }
+  }
+
   function checkRect(rect, el, what) {
     const c = clip(rect, el);
     if (c.right - c.left <= 0.5 || c.bottom - c.top <= 0.5) return;
@@ -61,6 +118,8 @@ window.__deckbuildCheckSlide = function () {
     if (s.left < -TOL || s.top < -TOL || s.right > W + TOL || s.bottom > H + TOL) {
       problems.push({ kind: "overflow", what: what + " " + describe(el),
         rect: [s.left, s.top, s.right, s.bottom].map(v => Math.round(v)) });
+    } else {
+      checkChrome(s, el, what);
     }
   }
 

@@ -112,6 +112,22 @@
       const none = own || (slide && slide.getAttribute("data-footer") === "false");
       deckFooter.style.display = none ? "none" : "block";
     }
+    fitFooters(root);
+  }
+
+  // The footer keeps its pixel size in any window (as Quarto's footer.css sets it), so in a
+  // narrow one (the speaker view's previews, a phone held upright) a long footer wrapped
+  // onto several lines over the slide. It stays on one line (white-space: nowrap in the
+  // template) and, where it is wider than the window, its font shrinks to fit (not under
+  // 6 px; past that it is cut at the window's edge).
+  function fitFooters(root) {
+    root.querySelectorAll(":scope > .footer").forEach(footer => {
+      footer.style.fontSize = "";
+      if (getComputedStyle(footer).display === "none" || !footer.clientWidth) return;
+      const size = parseFloat(getComputedStyle(footer).fontSize);
+      const width = footer.clientWidth, needed = footer.scrollWidth;
+      if (needed > width + 1) footer.style.fontSize = Math.max(6, size * width / needed) + "px";
+    });
   }
 
   window.deckbuildRegister = function (Reveal) {
@@ -129,5 +145,7 @@
     Reveal.on("ready", () => {
       if (document.fonts) document.fonts.ready.then(() => Reveal.layout());
     });
+    Reveal.on("resize", () => fitFooters(Reveal.getRevealElement()));
+    if (document.fonts) document.fonts.ready.then(() => fitFooters(Reveal.getRevealElement()));
   };
 })();

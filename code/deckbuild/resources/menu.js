@@ -6,10 +6,34 @@
 window.DeckbuildMenu = (function () {
   "use strict";
 
-  function slideTitle(slide, n) {
+  // A heading's text as read: its textContent would repeat each KaTeX formula three times
+  // (the MathML, its TeX annotation and the HTML), so each formula counts by its TeX.
+  function plainTitle(heading) {
+    const copy = heading.cloneNode(true);
+    copy.querySelectorAll("aside, .footnote-ref").forEach(e => e.remove());
+    copy.querySelectorAll(".katex").forEach(k => {
+      const tex = k.querySelector("annotation");
+      k.replaceWith(tex ? tex.textContent.trim() : (k.querySelector(".katex-html") || k).textContent);
+    });
+    return copy.textContent.replace(/\s+/g, " ").trim();
+  }
+
+  // The entry shows the heading as the slide does, its formulas typeset once (KaTeX's HTML;
+  // the MathML copy, hidden on screen, stays out so that the entry's text is the title's),
+  // and is labelled with the plain title.
+  function fillEntry(link, slide, n) {
     const heading = slide.querySelector("h1, h2, h3");
-    const text = heading ? heading.textContent.trim() : "";
-    return text || "Slide " + n;
+    const plain = heading ? plainTitle(heading) : "";
+    if (!plain) {
+      link.textContent = "Slide " + n;
+      return;
+    }
+    const copy = heading.cloneNode(true);
+    copy.querySelectorAll("aside, .footnote-ref, .katex-mathml").forEach(e => e.remove());
+    copy.querySelectorAll("[id]").forEach(e => e.removeAttribute("id"));
+    copy.querySelectorAll("a").forEach(a => a.replaceWith(...a.childNodes));
+    link.append(...copy.childNodes);
+    link.setAttribute("aria-label", plain);
   }
 
   function build(deck, panel) {
@@ -20,7 +44,7 @@ window.DeckbuildMenu = (function () {
       const link = document.createElement("a");
       const indices = deck.getIndices(slide);
       link.href = "#";
-      link.textContent = slideTitle(slide, i + 1);
+      fillEntry(link, slide, i + 1);
       link.dataset.h = indices.h;
       link.dataset.v = indices.v || 0;
       link.addEventListener("click", (event) => {
