@@ -40,8 +40,9 @@ def test_the_preview_survives_build_errors_shows_them_and_rebuilds(deck, preview
     status, body = p.get("/good.html")          # no deck yet: the error page
     assert status == 500 and b"good.qmd:5: not UTF-8 text" in body
     doc.write_bytes(good)
-    p.wait(lambda: p.get("/good.html")[0] == 200, "the deck after the fix")
-    assert p.state()["error"] == ""
+    # the deck is written a moment before the build's state is: wait for both (under load
+    # the state's error was read between the two once)
+    p.wait(lambda: p.get("/good.html")[0] == 200 and p.state()["error"] == "", "the deck after the fix")
     doc.write_bytes(good.replace(b'print("good output")', b"1 / 0"))
     error = p.wait(lambda: p.state()["error"], "the error of the broken cell")
     assert "cell 1 raised ZeroDivisionError" in error
