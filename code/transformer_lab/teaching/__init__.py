@@ -65,8 +65,8 @@ from .bpe import BytePairEncoding, learn_bpe, pre_tokenize, split_sentences, tok
 from .tables import markdown_table
 from .legibility import enlarge_text, smallest_text, text_sizes
 from . import corpus
-from .pronoun import (AntecedentAttention, antecedent_attention, encoder_attention, head_for_both_kinds,
-                      noun_positions, weights_from_it)
+from .pronoun import (AntecedentAttention, antecedent_attention, antecedent_attention_by_kind, encoder_attention,
+                      head_for_both_kinds, noun_positions, weights_from_it)
 from .plots_trained import plot_antecedent_heads, plot_weights_from
 from .plots_beam import plot_beam_tree
 from .decoding_steps import BeamNode, BeamTree, DecodingStep, beam_tree, greedy_step_table

@@ -98,6 +98,18 @@ def weights_from_it(model: Transformer, src_vocab: Vocabulary, sentence: str, la
     return weights[sentence.split().index(PRONOUN)], [src_vocab.itos[i] for i in ids]
 
 
+def antecedent_attention_by_kind(model: Transformer, src_vocab: Vocabulary,
+                                 examples: Sequence[tuple[str, str]]) -> dict[str, AntecedentAttention]:
+    """:func:`antecedent_attention` on the sentences whose antecedent is an animal and on
+    those whose antecedent is a place, apart: ``{"animal": ..., "place": ...}``."""
+    kinds = {kind: [(s, n) for s, n in examples if (n in ANIMALS) == (kind == "animal")]
+             for kind in ("animal", "place")}
+    if not all(kinds.values()):
+        raise ValueError("examples must hold sentences about both an animal and a place, got "
+                         f"{len(kinds['animal'])} about an animal and {len(kinds['place'])} about a place")
+    return {kind: antecedent_attention(model, src_vocab, pairs) for kind, pairs in kinds.items()}
+
+
 def head_for_both_kinds(model: Transformer, src_vocab: Vocabulary,
                         examples: Sequence[tuple[str, str]]) -> tuple[int, int]:
     """(layer, head) that prefers the antecedent most often in sentences about the animal
@@ -105,10 +117,6 @@ def head_for_both_kinds(model: Transformer, src_vocab: Vocabulary,
     each kind of antecedent apart and the worse of the two counts. Some heads find the
     animal almost always and the place far less often; :meth:`AntecedentAttention.best_head`
     over all sentences would pick such a head."""
-    kinds = [[(s, n) for s, n in examples if (n in ANIMALS) == animal] for animal in (True, False)]
-    if not all(kinds):
-        raise ValueError("examples must hold sentences about both an animal and a place, got "
-                         f"{len(kinds[0])} about an animal and {len(kinds[1])} about a place")
-    share = torch.minimum(*(antecedent_attention(model, src_vocab, k).more_on_antecedent for k in kinds))
+    by_kind = antecedent_attention_by_kind(model, src_vocab, examples)
+    share = torch.minimum(by_kind["animal"].more_on_antecedent, by_kind["place"].more_on_antecedent)
     return divmod(int(share.argmax()), share.size(1))
-
