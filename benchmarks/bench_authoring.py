@@ -51,7 +51,7 @@ REAL_EDITS = [("text: 01-attention.qmd, a bullet", "slides/chapters/01-attention
                "ffn = tl.PositionwiseFeedForward(d_model=12, d_ff=20)", "cell", True),
               ("cell: a9-speed.qmd, the speed table (timings cached by tt.cached)",
                "slides/chapters/a9-speed.qmd",
-               'result = tt.cached("speed", measure, inputs={"bench": bench.read_text()})',
+               'args = ["--deck", "--threads", "1", "--rounds", "11"]',
                "cell", False)]
 # in the page: whether the slides contain the marker, and the error box's text if shown
 SHOWS = """(marker) => {
