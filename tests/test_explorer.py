@@ -71,18 +71,29 @@ def test_packed_is_gzip_then_base64():
 
 def test_the_html_embeds_runtime_models_vocabularies_and_the_still(task):
     page = explorer.explorer_html([task], kind="cross", layer=-1, head=2).data
-    data = json.loads(html.unescape(re.search(r'class="tlx-data">(.*?)</script>', page).group(1)).replace("<\\/", "</"))
+    data = json.loads(html.unescape(re.search(r'class="tlx-data"[^>]*>(.*?)</script>', page).group(1)).replace("<\\/", "</"))
     (embedded,) = data["tasks"]
     assert embedded["src"] == task.src_vocab.to_dict() and embedded["tgt"] == task.tgt_vocab.to_dict()
     assert embedded["layers"] == 2 and embedded["heads"] == 3 and embedded["maxWords"] == explorer.MAX_WORDS
     assert data["start"] == {"kind": "cross", "layer": 1, "head": 2}
     onnx = gzip.decompress(base64.b64decode(embedded["decoder"]))
     assert b"cross_attention_1" in onnx
-    wasm = re.search(r'class="tlx-wasm">(.*?)</script>', page, re.S).group(1)
+    wasm = re.search(r'class="tlx-wasm"[^>]*>(.*?)</script>', page, re.S).group(1)
     assert gzip.decompress(base64.b64decode(wasm))[:4] == b"\0asm"
     assert "sourceMappingURL" not in page and "ort.env" not in page.split('class="tlx-runtime"')[0]
     assert 'value="the cat sat"' in page and "tlx-print-note" in page and "<svg" in page
     assert page.count("<script") == 5
+
+
+def test_the_payload_is_marked_to_go_after_the_body_and_keyed_to_its_explorer(task):
+    page = explorer.explorer_html([task]).data
+    key = re.match(r'<div class="tl-explorer" data-tlx-key="([0-9a-f]{12})">', page).group(1)
+    payload = re.findall(r'<script type="[^"]+" class="tlx-([a-z]+)" data-tlx-key="([0-9a-f]+)" '
+                         r'data-deckbuild-after-body>', page)
+    assert payload == [(name, key) for name in ("data", "runtime", "glue", "wasm")]
+    # the same explorer gives the same key (builds are reproducible); another gives another
+    assert explorer.explorer_html([task]).data == page
+    assert f'data-tlx-key="{key}"' not in explorer.explorer_html([task], head=1).data
 
 
 def test_bad_arguments_are_named(task):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -171,9 +172,50 @@ def test_print_shows_the_still_with_a_note_and_starts_nothing(page):
         with_print.wait_for_function("() => document.querySelector('.pdf-page') !== null", timeout=20000)
         with_print.wait_for_timeout(300)
         assert with_print.is_visible(".tlx-print-note") and with_print.is_visible(".tlx-svg")
-        assert with_print.evaluate("() => [typeof window.ort, tlExplorer.state.started]") == ["undefined", False]
+        # neither the runtime nor the models were read (the explorer's script stops at print)
+        assert with_print.evaluate("() => [typeof window.ort, typeof window.tlExplorer, "
+                                   "document.querySelector('.tl-explorer').dataset.state]") == \
+            ["undefined", "undefined", None]
     finally:
         with_print.close()
+
+
+# -- opening the deck waits for nothing of the explorer (issue 22) -------------------------
+def test_the_payload_comes_after_reveal_js_s_start_up_script(page):
+    """So the browser has started the deck before it parses the explorer's 8 MB."""
+    text = page.html.read_text(encoding="utf-8")
+    start = text.index("Reveal.initialize(")
+    payload = [m.start() for m in re.finditer(r'<script type="[^"]+" class="tlx-[a-z]+" data-tlx-key', text)]
+    assert len(payload) == 4 and min(payload) > start
+    assert text.index('<div class="tl-explorer"') < start      # the explorer itself stays on its slide
+
+
+def test_the_explorer_works_with_its_payload_left_in_the_slide(page, tmp_path):
+    """As Quarto renders it (Quarto does not move the payload): the page decodes the same."""
+    text = page.html.read_text(encoding="utf-8")
+    payload = re.findall(r'<script type="[^"]+" class="tlx-[a-z]+" data-tlx-key.*?</script>\n?', text, re.S)
+    rest = text
+    for script in payload:
+        rest = rest.replace(script, "", 1)
+    marker = '<div class="tl-explorer"'
+    at = rest.index(">", rest.index(marker)) + 1
+    in_slide = tmp_path / "in-slide.html"
+    in_slide.write_text(rest[:at] + "".join(payload) + rest[at:], encoding="utf-8")
+    assert in_slide.read_text(encoding="utf-8").index("tlx-wasm") < in_slide.read_text(encoding="utf-8").index(
+        "Reveal.initialize(")
+    log = browser.Report()
+    tab = browser._open(page.context, in_slide.resolve().as_uri(), log)
+    try:
+        tab.evaluate("() => Reveal.slide(1)")
+        tab.wait_for_function("() => ['ready', 'failed'].includes(document.querySelector('.tl-explorer').dataset.state)",
+                              timeout=30000)
+        assert tab.evaluate("() => document.querySelector('.tl-explorer').dataset.state") == "ready"
+        here = tab.evaluate("async (t) => (await tlExplorer.decode('pronoun', t)).tokens", INPUTS["pronoun"][0])
+        there = page.evaluate("async (t) => (await tlExplorer.decode('pronoun', t)).tokens", INPUTS["pronoun"][0])
+        assert here == there and len(here) > 1
+        assert log.console == []
+    finally:
+        tab.close()
 
 
 # -- a presenter with a clicker (issue 22, item 3) -----------------------------------------

@@ -169,8 +169,10 @@ def run_pandoc(md: Path, out: Path, layout: Layout, opts: dict, src_dir: Path,
         msg = msg or (lines[0] if lines else "pandoc failed")
         file, line = where if where else (md, None)
         raise DeckError(f"pandoc: {msg}", file, line, text)
-    if stashed:
-        out.write_text(rawhtml.restore(out.read_text(encoding="utf-8"), stashed), encoding="utf-8")
+    html = out.read_text(encoding="utf-8")
+    done = rawhtml.after_body(rawhtml.restore(html, stashed) if stashed else html)
+    if done != html:
+        out.write_text(done, encoding="utf-8")
     return fetch_failures
 
 

@@ -5,14 +5,26 @@
   "use strict";
   const root = document.currentScript.closest(".tl-explorer");
   const $ = (selector) => root.querySelector(selector);
-  const data = JSON.parse($(".tlx-data").textContent);
-  const tasks = Object.fromEntries(data.tasks.map((t) => [t.name, t]));
-  for (const t of data.tasks) {
-    t.stoi = Object.fromEntries(t.src.itos.map((s, i) => [s, i]));
-    t.inside = new Set(t.src.itos.slice(4).filter((s) => s.length > 1).join(""));  // "-" of "twenty-two"
+  // The payload (models, runtime) is inert data, read once the page has loaded: the renderer
+  // puts it after reveal.js's start-up script (Quarto leaves it here), so it is looked up by
+  // this explorer's key wherever it is.
+  const payload = (name) => {
+    const found = document.querySelector(`script.tlx-${name}[data-tlx-key="${root.dataset.tlxKey}"]`);
+    if (!found) throw new Error(`the explorer's ${name} is missing from the page`);
+    return found.textContent;
+  };
+  let data = null, tasks = null, state = null;
+
+  function readData() {
+    data = JSON.parse(payload("data"));
+    tasks = Object.fromEntries(data.tasks.map((t) => [t.name, t]));
+    for (const t of data.tasks) {
+      t.stoi = Object.fromEntries(t.src.itos.map((s, i) => [s, i]));
+      t.inside = new Set(t.src.itos.slice(4).filter((s) => s.length > 1).join(""));  // "-" of "twenty-two"
+    }
+    state = { task: data.tasks[0].name, ...data.start, started: false, ready: false, running: false,
+              pending: false, settled: true, typing: null, last: null, sessions: {}, readyMs: null, timings: {} };
   }
-  const state = { task: data.tasks[0].name, ...data.start, started: false, ready: false, running: false,
-                  pending: false, settled: true, typing: null, last: null, sessions: {}, readyMs: null, timings: {} };
   const SETTLE_MS = 900;  // a last word left alone this long is complete, known or not
   const SVG = "http://www.w3.org/2000/svg";
   const G = { width: 560, height: 450, font: 21, char: 12.0, cellMax: 48, bar: 16, barHeight: 200 };
@@ -54,6 +66,10 @@
 
   function hook() {
     if (isPrint() || !window.Reveal) return;
+    readData();
+    listen();
+    // For the tests and the benchmark: decode without drawing, and the state.
+    window.tlExplorer = { state, decode, chooseTask, start, tasks, normalise };
     Reveal.on("resize", tapSize);
     Reveal.on("ready", tapSize);
     if (Reveal.isReady()) tapSize();
@@ -63,7 +79,7 @@
   }
 
   async function unpack(selectorOrText) {
-    const text = selectorOrText.startsWith(".") ? $(selectorOrText).textContent.trim() : selectorOrText;
+    const text = selectorOrText.startsWith(".") ? payload(selectorOrText.slice(5)).trim() : selectorOrText;
     const packed = await (await fetch("data:application/octet-stream;base64," + text)).blob();
     const inflated = packed.stream().pipeThrough(new DecompressionStream("gzip"));
     return new Uint8Array(await new Response(inflated).arrayBuffer());
@@ -84,7 +100,7 @@
     try {
       if (!window.ort) {
         const script = document.createElement("script");
-        script.textContent = $(".tlx-runtime").textContent;
+        script.textContent = payload("runtime");
         document.head.appendChild(script);
       }
       const [wasm, glue] = await Promise.all([unpack(".tlx-wasm"), unpack(".tlx-glue")]);
@@ -354,13 +370,13 @@
     update();
   }
 
-  root.querySelectorAll(".tlx-task").forEach((b) => b.addEventListener("click", () => chooseTask(b.dataset.task)));
-  $(".tlx-input").addEventListener("input", edited);
-  $(".tlx-kind").addEventListener("change", (e) => { state.kind = e.target.value; drawMap(); });
-  $(".tlx-layer").addEventListener("change", (e) => { state.layer = Number(e.target.value); drawMap(); });
-  $(".tlx-head").addEventListener("change", (e) => { state.head = Number(e.target.value); drawMap(); });
+  function listen() {
+    root.querySelectorAll(".tlx-task").forEach((b) => b.addEventListener("click", () => chooseTask(b.dataset.task)));
+    $(".tlx-input").addEventListener("input", edited);
+    $(".tlx-kind").addEventListener("change", (e) => { state.kind = e.target.value; drawMap(); });
+    $(".tlx-layer").addEventListener("change", (e) => { state.layer = Number(e.target.value); drawMap(); });
+    $(".tlx-head").addEventListener("change", (e) => { state.head = Number(e.target.value); drawMap(); });
+  }
 
-  // For the tests and the benchmark: decode without drawing, and the state.
-  window.tlExplorer = { state, decode, chooseTask, start, tasks, normalise };
   if (document.readyState === "complete") hook(); else window.addEventListener("load", hook);
 })();

@@ -26,6 +26,7 @@ from __future__ import annotations
 import base64
 import functools
 import gzip
+import hashlib
 import html
 import json
 import os
@@ -53,6 +54,11 @@ GUIDES = {"pronoun": "Type a sentence with “it”: the answer is the noun “i
 #: Under every task's guide: how to read the controls and the numbers.
 READING = ("Layers and heads count from 0. Probabilities stop near 0.9: label smoothing (Section 5.4) "
            "trained them so.")
+#: The payload's ``<script>`` elements (inert data, about 8 MB) carry this attribute: our
+#: renderer moves them after reveal.js's start-up script, so that the browser parses them
+#: after the deck is ready (opening the deck waits for nothing of the explorer). Quarto
+#: leaves them in the slide; ``explorer.js`` finds them by ``data-tlx-key`` wherever they are.
+AFTER_BODY = "data-deckbuild-after-body"
 RUNTIME_DIR = Path("onnxruntime-web") / "dist"
 RUNTIME_FILES = {"script": "ort.wasm.min.js", "glue": "ort-wasm-simd-threaded.mjs",
                  "wasm": "ort-wasm-simd-threaded.wasm"}
@@ -201,13 +207,14 @@ def explorer_html(tasks: list[ExplorerTask], kind: str = "encoder", layer: int =
             "kinds": KINDS, "start": {"kind": kind, "layer": layer, "head": head}}
     still = decode(tasks[0], tasks[0].example)
     colors = "".join(f"--tlx-{k}: {PALETTE[k]}; " for k in ("query", "mask", "ink"))
+    payload = {"data": ("application/json", _script_json(data)), "runtime": ("text/plain", pieces["script"]),
+               "glue": ("application/octet-stream", pieces["glue"]), "wasm": ("application/octet-stream", pieces["wasm"])}
+    key = hashlib.sha256("".join(text for _, text in payload.values()).encode()).hexdigest()[:12]
     parts = [f"<style>.reveal .tl-explorer {{ {colors}}}\n{resource('explorer.css')}</style>", markup(tasks, still, kind, layer, head),
-             f'<script type="application/json" class="tlx-data">{_script_json(data)}</script>',
-             f'<script type="text/plain" class="tlx-runtime">{pieces["script"]}</script>',
-             f'<script type="application/octet-stream" class="tlx-glue">{pieces["glue"]}</script>',
-             f'<script type="application/octet-stream" class="tlx-wasm">{pieces["wasm"]}</script>',
+             *(f'<script type="{kind_}" class="tlx-{name}" data-tlx-key="{key}" {AFTER_BODY}>{text}</script>'
+               for name, (kind_, text) in payload.items()),
              f"<script>{resource('explorer.js')}</script>"]
-    return HTML('<div class="tl-explorer">' + "\n".join(parts) + "</div>")
+    return HTML(f'<div class="tl-explorer" data-tlx-key="{key}">' + "\n".join(parts) + "</div>")
 
 
 def markup(tasks: list[ExplorerTask], still: Decoded, kind: str, layer: int, head: int) -> str:
