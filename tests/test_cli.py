@@ -63,10 +63,12 @@ def test_short_run_then_translate_with_alignment(tmp_path):
     rows = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     assert any("val_exact_match" in r for r in rows) and any("tokens_per_s" in r for r in rows)
 
-    result = run_cli("translate", "--checkpoint", str(tmp_path), "--beam-size", "2", "--show-alignment", "ab?c")
+    result = run_cli("translate", "--checkpoint", str(tmp_path), "--beam-size", "2", "--show-alignment", "ab?cz")
     assert result.returncode == 0, result.stderr
     assert "cross-attention" in result.stdout and "<unk>" in result.stdout
-    assert "not in the char vocabulary map to <unk>: '?'" in result.stderr
+    # "?" is punctuation the vocabulary lacks: dropped, as the explorer does; "z" is a symbol it lacks
+    assert "note: punctuation the char vocabulary lacks is dropped: ?" in result.stderr
+    assert "not in the char vocabulary map to <unk>: 'z'" in result.stderr
 
 
 def test_a_corrupt_checkpoint_stops_resume_with_status_2(tmp_path):
@@ -105,6 +107,12 @@ def test_translate_lower_cases_its_input_as_the_explorer_does(tmp_path, capsys):
         outputs.append(out)
     assert outputs[0] == outputs[1]
     assert " july " in outputs[0] and "<unk>" not in outputs[0]  # the alignment's rows are the lower-cased words
+    # punctuation, as the explorer reads it: the dates' "," is a word; "!" and "." are dropped, with a note
+    assert translate_cli.main(["--checkpoint", str(tmp_path), "The fourth of July, nineteen ninety-nine!"]) == 0
+    out, err = capsys.readouterr()
+    assert translate_cli.main(["--checkpoint", str(tmp_path), "the fourth of july , nineteen ninety-nine"]) == 0
+    assert capsys.readouterr().out == out
+    assert err == "note: punctuation the word vocabulary lacks is dropped: !\n"
 
 
 @pytest.mark.slow

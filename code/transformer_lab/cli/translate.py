@@ -7,7 +7,9 @@ Greedy decoding or beam search with GNMT's length penalty (Section 6.1 of Vaswan
 2017: beam 4, alpha 0.6, at most input length + 50 tokens). ``--show-alignment`` prints the
 encoder-decoder ("cross") attention weights of the output (Section 3.2.3) as a text table,
 averaged over the heads of the last layer unless ``--layer``/``--head`` pick one. The
-text is lower-cased first (``normalise_text``), as the deck's explorer does. This
+text is read as the deck's explorer reads it (``normalise_text`` with the checkpoint's
+source vocabulary): lower-cased, a punctuation mark the vocabulary has split off as a
+word, one it lacks dropped (with a note on stderr naming it). This
 module parses the command line into :class:`TranslateOptions` and calls the library's
 :func:`load_model`, :func:`translate` and :func:`cross_attention`. Bad input, an invalid
 checkpoint or a model whose logits are not finite: a one-line message and exit status 2.
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import unicodedata
 import warnings
 from dataclasses import dataclass
 
@@ -76,7 +79,8 @@ def build_parser() -> argparse.ArgumentParser:
         "search, Section 6.1); optionally print the cross-attention alignment.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    p.add_argument("texts", nargs="+", metavar="text", help="source text(s) to translate, one per argument (lower-cased first)")
+    p.add_argument("texts", nargs="+", metavar="text", help="source text(s) to translate, one per argument (lower-cased; punctuation "
+                   "the vocabulary lacks is dropped)")
     p.add_argument("--checkpoint", required=True, help="a run's output dir, its checkpoints/ dir, or a .pt file")
     p.add_argument("--latest", action="store_true", help="use the latest step checkpoint, not averaged.pt")
     p.add_argument("--beam-size", type=int, default=1, help="1 = greedy; the paper uses 4")
@@ -106,8 +110,12 @@ def main(argv: list[str] | None = None) -> int:
         model, src_vocab, tgt_vocab = load_model(options.checkpoint, prefer_averaged=not options.latest)
         check_layer_head(model, options.layer, options.head)  # before any decoding
         for text in options.texts:
-            ids, src = translate(model, src_vocab, tgt_vocab, normalise_text(text), options.beam_size,
-                                 options.length_penalty)
+            source = normalise_text(text, src_vocab)
+            dropped = sorted({c for c in text.lower() if unicodedata.category(c).startswith("P")} - set(source))
+            if dropped:
+                print(f"note: punctuation the {src_vocab.tokenize} vocabulary lacks is dropped: "
+                      f"{' '.join(dropped)}", file=sys.stderr)
+            ids, src = translate(model, src_vocab, tgt_vocab, source, options.beam_size, options.length_penalty)
             print(tgt_vocab.decode(ids))
             if options.show_alignment:
                 show_alignment(model, src_vocab, tgt_vocab, src, ids, options)

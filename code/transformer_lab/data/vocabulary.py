@@ -136,8 +136,8 @@ def normalise_text(text: str, vocab: "Vocabulary | None" = None) -> str:
     dates' ",") is split off as a word ("third," -> "third , "); a mark inside its symbols
     (the hyphen of "twenty-two") stays; any other mark is dropped (a space in a word
     vocabulary: "road," -> "road "). The explorer (``teaching/explorer.js``) applies the
-    same rules to what is typed into it; the translate command line calls this without
-    ``vocab`` (lower case only: a mark it does not know is an ``<unk>``, with a warning)."""
+    same rules to what is typed into it, and the translate command line to its texts
+    (with the checkpoint's source vocabulary). Without ``vocab``: lower case only."""
     if not isinstance(text, str):
         raise TypeError(f"text must be a str, got {type(text).__name__}")
     text = text.lower()
