@@ -93,6 +93,12 @@ def test_overflow_is_detected(tmp_path):
     assert ("Far too much", "overflow") in kinds
     assert ("A long code line", "cut") in kinds
     assert ("Overflow", "logo") in kinds   # this deck has no logo
+    # a message names a formula once, as its TeX, not KaTeX's three copies ("N=6N = 6N=6")
+    # and once per element: a paragraph and each formula, over all their pieces and lines
+    maths = [p["what"] for s in report.slides for p in s.problems
+             if s.title == "Maths below the slide" and p["kind"] == "overflow"]
+    assert maths == ['text p "The stack holds $N = 6$ layers of width $d_{\\text{model}} = "',
+                     'text span.katex "$N = 6$"', 'text span.katex "$d_{\\text{model}} = 512$"'], maths
 
 
 @pytest.mark.parametrize("name", DECKS)

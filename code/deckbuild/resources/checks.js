@@ -1,5 +1,20 @@
 // deckbuild's in-browser checks of the current slide (our own; loaded by browser.py only).
 // Coordinates are slide coordinates: (client rect - .slides rect) / Reveal.getScale().
+// An element's text as its author wrote it: KaTeX holds each formula three times (the
+// MathML, the TeX annotation, the visible HTML); a message shows it once, as $TeX$.
+window.__deckbuildPlainText = function (el) {
+  const tex = (k) => {
+    const source = k.querySelector('annotation[encoding="application/x-tex"]');
+    return source ? `$${source.textContent.trim()}$` : (k.querySelector(".katex-html") || k).textContent;
+  };
+  const inside = el.closest && el.closest(".katex");
+  if (inside) return tex(inside);
+  if (!el.querySelector || !el.querySelector(".katex")) return el.textContent;
+  const copy = el.cloneNode(true);
+  copy.querySelectorAll(".katex").forEach((k) => k.replaceWith(tex(k)));
+  return copy.textContent;
+};
+
 window.__deckbuildCheckSlide = function () {
   const cfg = Reveal.getConfig();
   const W = cfg.width, H = cfg.height, TOL = 1.5;
@@ -38,7 +53,7 @@ window.__deckbuildCheckSlide = function () {
   }
 
   function describe(el) {
-    const text = (el.textContent || el.getAttribute && (el.getAttribute("alt") || el.getAttribute("src")) || "")
+    const text = (__deckbuildPlainText(el) || el.getAttribute && (el.getAttribute("alt") || el.getAttribute("src")) || "")
       .trim().replace(/\s+/g, " ").slice(0, 60);
     const tag = el.tagName ? el.tagName.toLowerCase() : "#text";
     return `${tag}${el.className && typeof el.className === "string" ? "." + el.className.split(" ")[0] : ""} "${text}"`;
@@ -67,7 +82,7 @@ window.__deckbuildCheckSlide = function () {
   document.querySelectorAll(".reveal > .footer, .reveal > .slide-logo").forEach(el => {
     const cs = getComputedStyle(el);
     if (cs.display === "none" || cs.visibility === "hidden") return;
-    const text = el.textContent.trim().slice(0, 40);
+    const text = __deckbuildPlainText(el).trim().slice(0, 40);
     if (el.classList.contains("slide-logo")) {
       const r = el.getBoundingClientRect();
       if (r.width > 0.5 && r.height > 0.5) chrome.push({ name: "logo", text, rect: toSlide(r) });
@@ -110,14 +125,24 @@ window.__deckbuildCheckSlide = function () {
     }
   }
 
+  const outside = new Map();
   function checkRect(rect, el, what) {
     const c = clip(rect, el);
     if (c.right - c.left <= 0.5 || c.bottom - c.top <= 0.5) return;
     if (scrollable) return;
     const s = toSlide(c);
     if (s.left < -TOL || s.top < -TOL || s.right > W + TOL || s.bottom > H + TOL) {
-      problems.push({ kind: "overflow", what: what + " " + describe(el),
-        rect: [s.left, s.top, s.right, s.bottom].map(v => Math.round(v)) });
+      // one finding per element (a paragraph's lines, a formula's pieces), over all its rects
+      const message = what + " " + describe(el.closest(".katex") || el);
+      const rect = [s.left, s.top, s.right, s.bottom].map(v => Math.round(v));
+      const seen = outside.get(message);
+      if (seen) {
+        seen.rect = [Math.min(seen.rect[0], rect[0]), Math.min(seen.rect[1], rect[1]),
+                     Math.max(seen.rect[2], rect[2]), Math.max(seen.rect[3], rect[3])];
+      } else {
+        outside.set(message, { kind: "overflow", what: message, rect });
+        problems.push(outside.get(message));
+      }
     } else {
       checkChrome(s, el, what);
     }
@@ -384,7 +409,7 @@ window.__deckbuildForm = function () {
       px = Math.min(px, parseFloat(getComputedStyle(n.parentElement).fontSize) * cssScale(n.parentElement, null) / scale);
     }
     if (px < Infinity) text.push({ where: el.classList.contains("footer") ? "footer" : "slide number",
-                                   string: short(el.textContent), px: round(px) });
+                                   string: short(__deckbuildPlainText(el)), px: round(px) });
   });
 
   let bbox = null;
