@@ -204,6 +204,36 @@ def test_the_footer_stays_on_one_line_in_a_small_window(built, ctx, query):
     assert box["right"] <= box["width"] and box["px"] >= 6, box
 
 
+@pytest.mark.parametrize("size", [(320, 240), (390, 844), (640, 360)])
+def test_the_footer_clears_the_logo_and_the_menu_button_in_a_small_window(built, ctx, size):
+    """Centred in the window, a long footer ran under the logo (bottom right) and the menu
+    button (bottom left) in a narrow window: its text keeps 4 px from both."""
+    page = ctx.new_page()
+    page.set_viewport_size({"width": size[0], "height": size[1]})
+    page.goto(built.html.resolve().as_uri(), wait_until="load")
+    page.wait_for_function("() => window.Reveal && Reveal.isReady()", timeout=20000)
+    page.evaluate("() => document.fonts.ready")
+    page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
+    found = page.evaluate("""() => {
+        const f = document.querySelector('.reveal > .footer-default');
+        const text = [], walk = document.createTreeWalker(f, NodeFilter.SHOW_TEXT);
+        for (let n = walk.nextNode(); n; n = walk.nextNode()) {
+            const range = document.createRange(); range.selectNodeContents(n);
+            text.push(...Array.from(range.getClientRects()).filter(r => r.width > 0));
+        }
+        const near = (a, b) => a.left < b.right + 4 && b.left < a.right + 4 && a.top < b.bottom && b.top < a.bottom;
+        const others = ['.reveal > .slide-logo', '.reveal .slide-menu-button']
+            .map(s => document.querySelector(s)).filter(e => e && e.getBoundingClientRect().width > 0);
+        return {others: others.length, px: parseFloat(getComputedStyle(f).fontSize),
+                touching: others.filter(o => text.some(t => near(t, o.getBoundingClientRect())))
+                                .map(o => o.className)};
+    }""")
+    page.close()
+    assert found["others"] == 2 and found["touching"] == [], found
+    # shrunk only as far as it must: where the full size fits (640 px), the full size
+    assert found["px"] >= 6 and (found["px"] == 14) == (size[0] >= 640), found
+
+
 # -- item 7: content under the footer ---------------------------------------------------------
 
 OVERFLOW_DECK = """---

@@ -119,14 +119,26 @@
   // narrow one (the speaker view's previews, a phone held upright) a long footer wrapped
   // onto several lines over the slide. It stays on one line (white-space: nowrap in the
   // template) and, where it is wider than the window, its font shrinks to fit (not under
-  // 6 px; past that it is cut at the window's edge).
+  // 6 px; past that it is cut at the window's edge). The text is centred in the window, so
+  // the logo (bottom right) and the menu button (bottom left), where they sit at the
+  // footer's height, narrow it on both sides: it keeps GAP px from each.
+  const GAP = 6;
   function fitFooters(root) {
     root.querySelectorAll(":scope > .footer").forEach(footer => {
       footer.style.fontSize = "";
       if (getComputedStyle(footer).display === "none" || !footer.clientWidth) return;
       const size = parseFloat(getComputedStyle(footer).fontSize);
-      const width = footer.clientWidth, needed = footer.scrollWidth;
-      if (needed > width + 1) footer.style.fontSize = Math.max(6, size * width / needed) + "px";
+      const box = footer.getBoundingClientRect(), middle = box.left + box.width / 2;
+      let half = footer.clientWidth / 2;
+      root.querySelectorAll(":scope > .slide-logo, .slide-menu-button").forEach(other => {
+        const r = other.getBoundingClientRect();
+        if (r.width <= 0 || r.height <= 0 || r.bottom <= box.top || r.top >= box.bottom) return;
+        half = Math.min(half, r.left >= middle ? r.left - middle - GAP : middle - r.right - GAP);
+      });
+      const range = document.createRange();   // the text's own width (its <p> is as wide as the window)
+      range.selectNodeContents(footer.firstElementChild || footer);
+      const text = range.getBoundingClientRect().width;
+      if (text > 2 * half + 1) footer.style.fontSize = Math.max(6, size * Math.max(0, 2 * half) / text) + "px";
     });
   }
 
