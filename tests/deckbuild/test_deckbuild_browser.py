@@ -145,3 +145,22 @@ def test_project_deck_has_at_most_five_title_only_slides(checked):
 def test_project_deck_shows_no_raw_repr(checked):
     _, report = checked["project"]
     assert not report.findings("raw repr"), _listing(report.findings("raw repr"))
+
+
+def test_on_a_phone_held_upright_every_stretched_figure_is_drawn(checked):
+    """reveal.js's scroll view (under 435 px of width) pins each slide at 700 px, and reveal.js
+    then sized every auto-stretched figure 0 px high: a blank slide on a phone. The deck's
+    theme (custom_lab.scss) lets the figure fill the room left in its slide."""
+    result, _ = checked["project"]
+    with browser.browser(viewport=(390, 844)) as ctx:
+        browser._block_network(ctx)
+        page = browser._open(ctx, result.html.resolve().as_uri())
+        figures = page.evaluate("""() => Array.from(document.querySelectorAll('.slides section > img.r-stretch'))
+            .map(img => { const s = img.closest('section').getBoundingClientRect(), r = img.getBoundingClientRect();
+                          return {title: (img.closest('section').querySelector('h2') || {}).textContent,
+                                  share: r.height / s.height, inside: r.bottom <= s.bottom + 1 && r.top >= s.top - 1}; })""")
+        assert page.evaluate("() => Reveal.isScrollView()")
+        page.close()
+    assert len(figures) >= 10
+    flat = [f for f in figures if f["share"] < 0.25 or not f["inside"]]
+    assert flat == [], f"{len(flat)} of {len(figures)} stretched figures are flat or spill out of their slide: {flat}"
