@@ -17,7 +17,7 @@ after the issue's item it shows:
 - 7: the LayerNorm slide and the beam tree.
 - 8: the speaker view (its "upcoming" preview with a one-line footer); the deck in a
   320 x 240 window.
-- 10: the deck and the explorer on a phone held upright (390 x 844).
+- 10: the deck, a figure and the explorer on a phone held upright (390 x 844).
 
 Every view is checked before it is saved (the slide is the one named, the element is
 visible), so a screenshot cannot silently show the wrong thing.
@@ -148,6 +148,10 @@ def phone_views(ctx, html: Path, out: Path) -> None:
     assert page.evaluate("() => Reveal.isScrollView()"), "a phone held upright shows the scroll view"
     goto(page, "Queries, keys, values")
     shot(page, out, "10-phone-deck")
+    goto(page, "Multi-head attention")
+    height = page.evaluate("() => Reveal.getCurrentSlide().querySelector('img.r-stretch').getBoundingClientRect().height")
+    assert height > 100, f"the stretched figure is {height:.0f} px high on a phone"
+    shot(page, out, "10-phone-figure")
     meta = page.evaluate("() => document.querySelector('meta[name=viewport]').content")
     assert "user-scalable=no" not in meta and "maximum-scale" not in meta, meta
     goto(page, "Type to the trained models")

@@ -111,3 +111,36 @@ def test_layer_norm_normalises_each_position_over_its_features_not_the_batch():
 def test_layer_norm_names_a_gain_of_the_wrong_size():
     with pytest.raises(ValueError, match=r"gain must have shape \(D,\) = \(4,\), got torch.Size\(\[3\]\)"):
         tt.layer_norm(torch.zeros(2, 4), torch.ones(3), torch.zeros(4))
+
+
+# --------------------------------------------------------------------------- a check's line
+
+
+@pytest.mark.parametrize("dtype", list(tt.TOLERANCES))
+def test_the_tolerances_are_assert_close_s_own(dtype):
+    from torch.testing._comparison import default_tolerances
+
+    assert tt.TOLERANCES[dtype] == default_tolerances(dtype)
+
+
+def test_difference_line_shows_the_measured_gap_and_the_tests_tolerance():
+    reference = torch.tensor([[1.0, -2.0], [3.0, 4.0]])
+    ours = reference + torch.tensor([[0.0, 3e-6], [-2.5e-5, 0.0]])
+    line = tt.difference_line(ours, reference)
+    assert line == ("largest difference: 2.5e-05\n"
+                    "the tests' tolerance (assert_close, float32): 1e-05 + 1.3e-06 x |value|")
+    # the gap it prints is the one assert_close judges: 2.5e-5 > 1e-5 + 1.3e-6 x 3
+    with pytest.raises(AssertionError):
+        torch.testing.assert_close(ours, reference)
+    assert tt.difference_line(reference.double(), reference.double(), "max difference", sep="; ") == \
+        "max difference: 0.0e+00; the tests' tolerance (assert_close, float64): 1e-07 + 1e-07 x |value|"
+
+
+def test_difference_line_refuses_what_it_cannot_compare():
+    x = torch.zeros(2, 3)
+    with pytest.raises(TypeError, match="must be torch.Tensors, got Tensor and list"):
+        tt.difference_line(x, [0.0])
+    with pytest.raises(ValueError, match=r"one shape and dtype, got \(2, 3\) torch.float32 and \(3, 2\)"):
+        tt.difference_line(x, x.T)
+    with pytest.raises(ValueError, match="dtype must be one of"):
+        tt.difference_line(x.long(), x.long())

@@ -13,7 +13,7 @@ encoder's input: ``sentence_inputs`` and ``plot_token_vectors``), ``introspectio
 and the timed layers' multiply-adds, counted and measured), ``paper`` (the paper's Tables
 2-4 as cited data), ``cache`` (expensive results kept on disk, keyed by their inputs and
 the package's source), ``by_hand`` (one head and layer normalisation step by step, LaTeX
-matrices), ``bleu`` (BLEU on one sentence pair), ``bpe`` and ``corpus`` (byte-pair
+matrices, a check's line with the tests' tolerance), ``bleu`` (BLEU on one sentence pair), ``bpe`` and ``corpus`` (byte-pair
 encoding learned on a small text), ``tables`` (markdown tables), ``legibility`` (text
 large enough for a slide), ``pronoun`` (what a trained encoder's heads do with "it"),
 ``decoding_steps`` (greedy decoding step by step, a recorded beam search) and
@@ -59,7 +59,7 @@ from .scaling import (
     table1_flops,
 )
 from . import paper
-from .by_hand import OneHead, bmatrix, format_number, layer_norm, math_span, one_head_steps
+from .by_hand import TOLERANCES, OneHead, bmatrix, difference_line, format_number, layer_norm, math_span, one_head_steps
 from .bleu import SentenceBleu, sentence_bleu
 from .bpe import BytePairEncoding, learn_bpe, pre_tokenize, split_sentences, tokens_per_sentence
 from .tables import markdown_table

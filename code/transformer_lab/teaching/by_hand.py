@@ -10,6 +10,8 @@ and the LaTeX that puts their numbers on a slide.
   after every residual connection; it equals ``torch.nn.LayerNorm`` (tested).
 - :func:`bmatrix` and :func:`math_span` write a tensor as a KaTeX ``bmatrix``, rounded for
   the eye, optionally coloured with the theme's ``.query``/``.key``/``.value`` classes.
+- :func:`difference_line` prints a check as the slides show it: the largest difference
+  measured and the tolerance the tests allow for that dtype, never a bare True/False.
 
 Shapes: T tokens, D d_model, K d_k, V d_v.
 """
@@ -24,6 +26,32 @@ from torch import Tensor
 
 #: The roles a matrix can be coloured as: the theme's span classes (custom_lab.scss).
 ROLES = ("query", "key", "value", "mask")
+
+
+#: ``torch.testing.assert_close``'s default tolerances by dtype, (relative, absolute): what
+#: the tests allow when they compare the package with PyTorch (tests/teaching/test_by_hand.py
+#: checks they are PyTorch's own).
+TOLERANCES = {torch.float16: (1e-3, 1e-5), torch.bfloat16: (1.6e-2, 1e-5), torch.float32: (1.3e-6, 1e-5),
+              torch.float64: (1e-7, 1e-7)}
+
+
+def difference_line(ours: Tensor, reference: Tensor, what: str = "largest difference", sep: str = "\n") -> str:
+    """A check as a slide prints it: the largest absolute difference of ``ours`` from
+    ``reference``, then (after ``sep``) the tolerance the tests use for their dtype
+    (``assert_close``: absolute + relative x |value|), e.g. "largest difference: 4.8e-07" and
+    "the tests' tolerance (assert_close, float32): 1e-05 + 1.3e-06 x |value|"."""
+    if not isinstance(ours, Tensor) or not isinstance(reference, Tensor):
+        raise TypeError(f"ours and reference must be torch.Tensors, got {type(ours).__name__} and "
+                        f"{type(reference).__name__}")
+    if ours.shape != reference.shape or ours.dtype != reference.dtype:
+        raise ValueError(f"ours and reference must have one shape and dtype, got {tuple(ours.shape)} {ours.dtype} "
+                         f"and {tuple(reference.shape)} {reference.dtype}")
+    if ours.dtype not in TOLERANCES:
+        raise ValueError(f"dtype must be one of {[str(d) for d in TOLERANCES]}, got {ours.dtype}")
+    relative, absolute = TOLERANCES[ours.dtype]
+    gap = (ours.detach() - reference.detach()).abs().max().item()
+    name = str(ours.dtype).removeprefix("torch.")
+    return f"{what}: {gap:.1e}{sep}the tests' tolerance (assert_close, {name}): {absolute:g} + {relative:g} x |value|"
 
 
 def format_number(value: float, decimals: int = 2) -> str:
