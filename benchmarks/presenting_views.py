@@ -171,7 +171,8 @@ def pdf_views(out: Path) -> None:
         stem = out / f"issue22-{name}"
         subprocess.run(["pdftoppm", "-png", "-r", "60", "-f", str(page), "-l", str(page), "-singlefile",
                         str(path), str(stem)], check=True)
-        print(f"  {stem.with_suffix('.png').relative_to(REPO) if stem.is_relative_to(REPO) else stem}.png")
+        png = stem.with_name(stem.name + ".png")
+        print(f"  {png.relative_to(REPO) if png.is_relative_to(REPO) else png}")
 
 
 def preview_views(ctx, out: Path) -> None:
