@@ -295,6 +295,30 @@ def test_typing_a_sentence_keeps_the_answer_on_the_slide(page):
     assert "Unknown word “dragon”" in page.inner_text(".tlx-message") and page.is_visible(".tlx-answer")
 
 
+def test_while_a_word_is_typed_the_last_answer_is_greyed_and_said_to_be_for_the_words_before(page):
+    """The answer kept in place while "ti" of "tired" is typed belongs to the shorter
+    sentence: it is shown greyed, with a note saying so, until the word is complete."""
+    page.evaluate("() => Reveal.slide(1)")
+    page.click(".tlx-task[data-task=pronoun]")
+    page.fill(".tlx-input", "the cat did not cross the road because it was too tired")
+    settled(page, "the cat did not cross the road because it was too tired")
+    page.focus(".tlx-input")
+    page.keyboard.press("End")
+    for _ in "tired":
+        page.keyboard.press("Backspace")
+    page.keyboard.type("ti", delay=30)
+    page.wait_for_function("() => tlExplorer.state.typing === 'ti' && !tlExplorer.state.running", timeout=10000)
+    look = page.evaluate("""() => ({typing: document.querySelector('.tl-explorer').classList.contains('tlx-typing'),
+        opacity: getComputedStyle(document.querySelector('.tlx-output')).opacity,
+        status: document.querySelector('.tlx-status').textContent})""")
+    assert look["typing"] and float(look["opacity"]) < 1, look
+    assert "typing “ti”" in look["status"] and "the words before it" in look["status"], look
+    page.keyboard.type("red", delay=30)
+    settled(page, "the cat did not cross the road because it was too tired")
+    assert page.evaluate("() => document.querySelector('.tl-explorer').classList.contains('tlx-typing')") is False
+    assert float(page.evaluate("() => getComputedStyle(document.querySelector('.tlx-output')).opacity")) == 1
+
+
 def shown(page, task: str, text: str) -> dict:
     page.click(f".tlx-task[data-task={task}]")
     page.fill(".tlx-input", text)

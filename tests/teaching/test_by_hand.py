@@ -4,6 +4,7 @@ matrices show the tensors' numbers rounded to two decimals."""
 
 from __future__ import annotations
 
+import math
 import re
 
 import pytest
@@ -68,8 +69,15 @@ def test_one_head_steps_equal_the_package_attention(T, D, K, V, seed):
     g = torch.Generator().manual_seed(seed)
     x, w_q, w_k, w_v = (torch.randn(*shape, generator=g) for shape in [(T, D), (D, K), (D, K), (D, V)])
     head = tt.one_head_steps(x, w_q, w_k, w_v)
-    torch.testing.assert_close(head.q, x @ w_q)
-    torch.testing.assert_close(head.scaled, head.scores / K**0.5)
+    # every step against a computation of its own (einsum, float64), then the package's
+    # explicit weights and PyTorch's fused kernel
+    q64, k64, v64 = (torch.einsum("td,dk->tk", x.double(), w.double()) for w in (w_q, w_k, w_v))
+    scores64 = torch.einsum("tk,sk->ts", q64, k64)
+    for step, reference in [(head.q, q64), (head.k, k64), (head.v, v64), (head.scores, scores64),
+                            (head.scaled, scores64 / math.sqrt(K)),
+                            (head.weights, torch.softmax(scores64 / math.sqrt(K), dim=-1)),
+                            (head.output, torch.softmax(scores64 / math.sqrt(K), dim=-1) @ v64)]:
+        torch.testing.assert_close(step, reference.float())
     torch.testing.assert_close(head.weights, tl.attention_weights(head.q, head.k))
     torch.testing.assert_close(head.output, tl.scaled_dot_product_attention(head.q, head.k, head.v))
     assert head.output.shape == (T, V)
@@ -123,22 +131,22 @@ def test_the_tolerances_are_assert_close_s_own(dtype):
     assert tt.TOLERANCES[dtype] == default_tolerances(dtype)
 
 
-def test_difference_line_shows_the_measured_gap_and_the_tests_tolerance():
-    reference = torch.tensor([[1.0, -2.0], [3.0, 4.0]])
-    ours = reference + torch.tensor([[0.0, 3e-6], [-2.5e-5, 0.0]])
-    line = tt.difference_line(ours, reference)
+def test_difference_line_shows_the_measured_gap_and_the_tests_bound():
+    expected = torch.tensor([[1.0, -2.0], [3.0, 4.0]])
+    ours = expected + torch.tensor([[0.0, 3e-6], [-2.5e-5, 0.0]])
+    line = tt.difference_line(ours, expected)
     assert line == ("largest difference: 2.5e-05\n"
-                    "the tests' tolerance (assert_close, float32): 1e-05 + 1.3e-06 x |value|")
+                    "the tests' bound (assert_close, float32): 1e-05 + 1.3e-06 × |expected|, ≥ 1.1e-05 here")
     # the gap it prints is the one assert_close judges: 2.5e-5 > 1e-5 + 1.3e-6 x 3
     with pytest.raises(AssertionError):
-        torch.testing.assert_close(ours, reference)
-    assert tt.difference_line(reference.double(), reference.double(), "max difference", sep="; ") == \
-        "max difference: 0.0e+00; the tests' tolerance (assert_close, float64): 1e-07 + 1e-07 x |value|"
+        torch.testing.assert_close(ours, expected)
+    assert tt.difference_line(expected.double(), expected.double(), "max difference", sep="; ") == \
+        "max difference: 0.0e+00; the tests' bound (assert_close, float64): 1e-07 + 1e-07 × |expected|, ≥ 2.0e-07 here"
 
 
 def test_difference_line_refuses_what_it_cannot_compare():
     x = torch.zeros(2, 3)
-    with pytest.raises(TypeError, match="must be torch.Tensors, got Tensor and list"):
+    with pytest.raises(TypeError, match="ours and expected must be torch.Tensors, got Tensor and list"):
         tt.difference_line(x, [0.0])
     with pytest.raises(ValueError, match=r"one shape and dtype, got \(2, 3\) torch.float32 and \(3, 2\)"):
         tt.difference_line(x, x.T)

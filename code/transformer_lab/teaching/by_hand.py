@@ -11,7 +11,7 @@ and the LaTeX that puts their numbers on a slide.
 - :func:`bmatrix` and :func:`math_span` write a tensor as a KaTeX ``bmatrix``, rounded for
   the eye, optionally coloured with the theme's ``.query``/``.key``/``.value`` classes.
 - :func:`difference_line` prints a check as the slides show it: the largest difference
-  measured and the tolerance the tests allow for that dtype, never a bare True/False.
+  measured and the bound the tests hold it to for that dtype, never a bare True/False.
 
 Shapes: T tokens, D d_model, K d_k, V d_v.
 """
@@ -35,23 +35,26 @@ TOLERANCES = {torch.float16: (1e-3, 1e-5), torch.bfloat16: (1.6e-2, 1e-5), torch
               torch.float64: (1e-7, 1e-7)}
 
 
-def difference_line(ours: Tensor, reference: Tensor, what: str = "largest difference", sep: str = "\n") -> str:
+def difference_line(ours: Tensor, expected: Tensor, what: str = "largest difference", sep: str = "\n") -> str:
     """A check as a slide prints it: the largest absolute difference of ``ours`` from
-    ``reference``, then (after ``sep``) the tolerance the tests use for their dtype
-    (``assert_close``: absolute + relative x |value|), e.g. "largest difference: 4.8e-07" and
-    "the tests' tolerance (assert_close, float32): 1e-05 + 1.3e-06 x |value|"."""
-    if not isinstance(ours, Tensor) or not isinstance(reference, Tensor):
-        raise TypeError(f"ours and reference must be torch.Tensors, got {type(ours).__name__} and "
-                        f"{type(reference).__name__}")
-    if ours.shape != reference.shape or ours.dtype != reference.dtype:
-        raise ValueError(f"ours and reference must have one shape and dtype, got {tuple(ours.shape)} {ours.dtype} "
-                         f"and {tuple(reference.shape)} {reference.dtype}")
+    ``expected``, then (after ``sep``) the bound the tests hold it to, ``assert_close``'s
+    default for the dtype, absolute + relative x |expected| per element, and the smallest
+    that bound is on these tensors: "largest difference: 4.8e-07" and "the tests' bound
+    (assert_close, float32): 1e-05 + 1.3e-06 × |expected|, ≥ 1.0e-05 here"."""
+    if not isinstance(ours, Tensor) or not isinstance(expected, Tensor):
+        raise TypeError(f"ours and expected must be torch.Tensors, got {type(ours).__name__} and "
+                        f"{type(expected).__name__}")
+    if ours.shape != expected.shape or ours.dtype != expected.dtype:
+        raise ValueError(f"ours and expected must have one shape and dtype, got {tuple(ours.shape)} {ours.dtype} "
+                         f"and {tuple(expected.shape)} {expected.dtype}")
     if ours.dtype not in TOLERANCES:
         raise ValueError(f"dtype must be one of {[str(d) for d in TOLERANCES]}, got {ours.dtype}")
     relative, absolute = TOLERANCES[ours.dtype]
-    gap = (ours.detach() - reference.detach()).abs().max().item()
+    gap = (ours.detach() - expected.detach()).abs().max().item()
+    least = absolute + relative * expected.detach().abs().min().item()
     name = str(ours.dtype).removeprefix("torch.")
-    return f"{what}: {gap:.1e}{sep}the tests' tolerance (assert_close, {name}): {absolute:g} + {relative:g} x |value|"
+    return (f"{what}: {gap:.1e}{sep}the tests' bound (assert_close, {name}): {absolute:g} + {relative:g} × |expected|,"
+            f" ≥ {least:.1e} here")
 
 
 def format_number(value: float, decimals: int = 2) -> str:

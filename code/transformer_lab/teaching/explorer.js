@@ -95,7 +95,7 @@
   async function start() {
     state.started = true;
     root.dataset.state = "starting";
-    setStatus("Starting ONNX Runtime Web in this page…");
+    setStatus("Starting ONNX Runtime Web in this page… (shown meanwhile: PyTorch's answer, at build time)");
     const t0 = performance.now();
     try {
       if (!window.ort) {
@@ -324,9 +324,12 @@
         state.pending = false;
         const result = await decode(state.task, $(".tlx-input").value, !state.settled);
         state.typing = result.typing || null;
-        if (result.typing) {  // keep the answer in place; a quiet note instead of a message
+        // keep the last answer in place, greyed (it is the answer for the words before the
+        // one being typed), with a quiet note instead of a message
+        root.classList.toggle("tlx-typing", Boolean(result.typing) && state.last !== null);
+        if (result.typing) {
           showMessage("");
-          setStatus(`typing “${result.typing}”…`);
+          setStatus(`typing “${result.typing}”…: the answer shown is for the words before it`);
           continue;
         }
         if (result.problem) { showMessage(result.problem, true, result.vocabulary); continue; }

@@ -52,8 +52,8 @@ GUIDES = {"pronoun": "Type a sentence with “it”: the answer is the noun “i
           "dates": "Type a date in words, such as “march third, nineteen ninety-nine”: the answer is that date as "
                    "year-month-day."}
 #: Under every task's guide: how to read the controls and the numbers.
-READING = ("Layers and heads count from 0. Probabilities stop near 0.9: label smoothing (Section 5.4) "
-           "trained them so.")
+READING = ("Each row of the map reads the columns; layers and heads count from 0. Probabilities sit near 0.9: "
+           "label smoothing (Section 5.4) trains the right token toward 0.9 + 0.1/V, not 1.")
 #: The payload's ``<script>`` elements (inert data, about 8 MB) carry this attribute: our
 #: renderer moves them after reveal.js's start-up script, so that the browser parses them
 #: after the deck is ready (opening the deck waits for nothing of the explorer). Quarto
