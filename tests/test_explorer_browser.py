@@ -295,9 +295,9 @@ def test_typing_a_sentence_keeps_the_answer_on_the_slide(page):
     assert "Unknown word “dragon”" in page.inner_text(".tlx-message") and page.is_visible(".tlx-answer")
 
 
-def test_while_a_word_is_typed_the_last_answer_is_greyed_and_said_to_be_for_the_words_before(page):
-    """The answer kept in place while "ti" of "tired" is typed belongs to the shorter
-    sentence: it is shown greyed, with a note saying so, until the word is complete."""
+def test_while_a_word_is_typed_the_last_answer_is_greyed_and_named(page):
+    """The answer kept in place while "ti" of "tired" is typed belongs to the last complete
+    input: it is shown greyed, with a note naming that input, until the word is complete."""
     page.evaluate("() => Reveal.slide(1)")
     page.click(".tlx-task[data-task=pronoun]")
     page.fill(".tlx-input", "the cat did not cross the road because it was too tired")
@@ -312,11 +312,18 @@ def test_while_a_word_is_typed_the_last_answer_is_greyed_and_said_to_be_for_the_
         opacity: getComputedStyle(document.querySelector('.tlx-output')).opacity,
         status: document.querySelector('.tlx-status').textContent})""")
     assert look["typing"] and float(look["opacity"]) < 1, look
-    assert "typing “ti”" in look["status"] and "the words before it" in look["status"], look
+    # the kept answer is that of the last complete input, "... because it was too"
+    assert look["status"] == "typing “ti”…: shown, the answer for “… because it was too”", look
     page.keyboard.type("red", delay=30)
     settled(page, "the cat did not cross the road because it was too tired")
     assert page.evaluate("() => document.querySelector('.tl-explorer').classList.contains('tlx-typing')") is False
     assert float(page.evaluate("() => getComputedStyle(document.querySelector('.tlx-output')).opacity")) == 1
+    # typing over "tired" (as the notes tell a presenter): the kept answer is still "tired"'s
+    page.keyboard.press("Shift+Control+ArrowLeft")
+    page.keyboard.type("wi", delay=30)
+    page.wait_for_function("() => tlExplorer.state.typing === 'wi' && !tlExplorer.state.running", timeout=10000)
+    assert page.inner_text(".tlx-status") == "typing “wi”…: shown, the answer for “… it was too tired”"
+    assert page.inner_text(".tlx-answer") == "cat"
 
 
 def shown(page, task: str, text: str) -> dict:

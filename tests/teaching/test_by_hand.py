@@ -136,12 +136,15 @@ def test_difference_line_shows_the_measured_gap_and_the_tests_bound():
     ours = expected + torch.tensor([[0.0, 3e-6], [-2.5e-5, 0.0]])
     line = tt.difference_line(ours, expected)
     assert line == ("largest difference: 2.5e-05\n"
-                    "the tests' bound (assert_close, float32): 1e-05 + 1.3e-06 × |expected|, ≥ 1.1e-05 here")
+                    "the tests' bound: 1e-05 + 1.3e-06 × |expected| ≥ 1.13e-05 (assert_close, float32)")
     # the gap it prints is the one assert_close judges: 2.5e-5 > 1e-5 + 1.3e-6 x 3
     with pytest.raises(AssertionError):
         torch.testing.assert_close(ours, expected)
     assert tt.difference_line(expected.double(), expected.double(), "max difference", sep="; ") == \
-        "max difference: 0.0e+00; the tests' bound (assert_close, float64): 1e-07 + 1e-07 × |expected|, ≥ 2.0e-07 here"
+        "max difference: 0.0e+00; the tests' bound: 1e-07 + 1e-07 × |expected| ≥ 2.00e-07 (assert_close, float64)"
+    # a lower bound is rounded down, never up: 1e-5 + 1.3e-6 x 0.5178 = 1.0673e-05
+    assert tt.difference_line(torch.tensor([0.5178, 2.0]), torch.tensor([0.5178, 2.0])).endswith(
+        "≥ 1.06e-05 (assert_close, float32)")
 
 
 def test_difference_line_refuses_what_it_cannot_compare():

@@ -38,9 +38,10 @@ TOLERANCES = {torch.float16: (1e-3, 1e-5), torch.bfloat16: (1.6e-2, 1e-5), torch
 def difference_line(ours: Tensor, expected: Tensor, what: str = "largest difference", sep: str = "\n") -> str:
     """A check as a slide prints it: the largest absolute difference of ``ours`` from
     ``expected``, then (after ``sep``) the bound the tests hold it to, ``assert_close``'s
-    default for the dtype, absolute + relative x |expected| per element, and the smallest
-    that bound is on these tensors: "largest difference: 4.8e-07" and "the tests' bound
-    (assert_close, float32): 1e-05 + 1.3e-06 × |expected|, ≥ 1.0e-05 here"."""
+    default for the dtype, absolute + relative x |expected| per element, with the smallest
+    that bound is on these tensors (three digits, rounded down): "largest difference:
+    4.8e-07" and "the tests' bound: 1e-05 + 1.3e-06 × |expected| ≥ 1.06e-05 (assert_close,
+    float32)"."""
     if not isinstance(ours, Tensor) or not isinstance(expected, Tensor):
         raise TypeError(f"ours and expected must be torch.Tensors, got {type(ours).__name__} and "
                         f"{type(expected).__name__}")
@@ -52,9 +53,11 @@ def difference_line(ours: Tensor, expected: Tensor, what: str = "largest differe
     relative, absolute = TOLERANCES[ours.dtype]
     gap = (ours.detach() - expected.detach()).abs().max().item()
     least = absolute + relative * expected.detach().abs().min().item()
+    scale = 10.0 ** (math.floor(math.log10(least)) - 2)                   # 3 significant digits,
+    least = math.floor(least / scale * (1 + 1e-12)) * scale                 # rounded down: still a lower bound
     name = str(ours.dtype).removeprefix("torch.")
-    return (f"{what}: {gap:.1e}{sep}the tests' bound (assert_close, {name}): {absolute:g} + {relative:g} × |expected|,"
-            f" ≥ {least:.1e} here")
+    return (f"{what}: {gap:.1e}{sep}the tests' bound: {absolute:g} + {relative:g} × |expected| ≥ {least:.2e}"
+            f" (assert_close, {name})")
 
 
 def format_number(value: float, decimals: int = 2) -> str:

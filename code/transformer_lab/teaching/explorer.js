@@ -25,7 +25,7 @@
     state = { task: data.tasks[0].name, ...data.start, started: false, ready: false, running: false,
               pending: false, settled: true, typing: null, last: null, sessions: {}, readyMs: null, timings: {} };
   }
-  const SETTLE_MS = 900;  // a last word left alone this long is complete, known or not
+  const SETTLE_MS = 1500;  // a last word left alone this long is complete, known or not
   const SVG = "http://www.w3.org/2000/svg";
   const G = { width: 560, height: 450, font: 21, char: 12.0, cellMax: 48, bar: 16, barHeight: 200 };
 
@@ -329,7 +329,10 @@
         root.classList.toggle("tlx-typing", Boolean(result.typing) && state.last !== null);
         if (result.typing) {
           showMessage("");
-          setStatus(`typing “${result.typing}”…: the answer shown is for the words before it`);
+          // the kept answer is the last complete input's: name it (its last words)
+          const kept = state.last ? state.last.source.slice(0, -1) : [];
+          setStatus(`typing “${result.typing}”…` + (kept.length ? `: shown, the answer for “${kept.length > 4 ? "… " : ""}` +
+                    `${kept.slice(-4).join(tasks[state.last.task].src.tokenize === "char" ? "" : " ")}”` : ""));
           continue;
         }
         if (result.problem) { showMessage(result.problem, true, result.vocabulary); continue; }

@@ -48,12 +48,14 @@ MAX_WORDS = 20  # longest input, in source symbols (<eos> not counted)
 KINDS = {"encoder": "encoder self-attention", "decoder_self": "decoder self-attention",
          "cross": "cross-attention"}
 #: The one-line guide above the answer for the deck's two tasks (ExplorerTask.guide).
-GUIDES = {"pronoun": "Type a sentence with “it”: the answer is the noun “it” refers to. Try “wide” for “tired”.",
+GUIDES = {"pronoun": "Type a sentence with “it”: the answer is the model's guess at the noun “it” refers to. "
+                     "Try “wide” for “tired”.",
           "dates": "Type a date in words, such as “march third, nineteen ninety-nine”: the answer is that date as "
                    "year-month-day."}
 #: Under every task's guide: how to read the controls and the numbers.
-READING = ("Each row of the map reads the columns; layers and heads count from 0. Probabilities sit near 0.9: "
-           "label smoothing (Section 5.4) trains the right token toward 0.9 + 0.1/V, not 1.")
+READING = ("Each row of the map reads the columns; layers and heads count from 0. Probabilities sit just above "
+           "0.9: label smoothing (Section 5.4) trains the right token toward 0.9 + 0.1/V (V output tokens) with "
+           "dropout on, and dropout is off here.")
 #: The payload's ``<script>`` elements (inert data, about 8 MB) carry this attribute: our
 #: renderer moves them after reveal.js's start-up script, so that the browser parses them
 #: after the deck is ready (opening the deck waits for nothing of the explorer). Quarto
