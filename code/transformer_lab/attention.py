@@ -136,9 +136,11 @@ def scaled_dot_product_attention(
     Returns:
         output (..., T, V), the same on both paths.
 
-    Without ``on_weights`` it runs PyTorch's fused ``F.scaled_dot_product_attention``,
-    which never materialises the (T, S) weights. A fully masked query row gives a zero
-    output on both paths.
+    Without ``on_weights`` it runs PyTorch's ``F.scaled_dot_product_attention``, which picks
+    a kernel by device and shape: a fused one (flash attention on the CPU for the model's
+    4-D inputs) never materialises the (T, S) weights; small or 2-D inputs may take its
+    unfused math path, which scales q and k by d_k^(-1/4) each, so the last digits differ
+    from dividing the scores. A fully masked query row gives a zero output on both paths.
     """
     _check_inputs(query, key, value, mask, bias)
     checks.fraction("dropout_p", dropout_p)
