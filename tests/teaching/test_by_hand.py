@@ -70,7 +70,7 @@ def test_one_head_steps_equal_the_package_attention(T, D, K, V, seed):
     x, w_q, w_k, w_v = (torch.randn(*shape, generator=g) for shape in [(T, D), (D, K), (D, K), (D, V)])
     head = tt.one_head_steps(x, w_q, w_k, w_v)
     # every step against a computation of its own (einsum, float64), then the package's
-    # explicit weights and PyTorch's fused kernel
+    # explicit weights and PyTorch's F.scaled_dot_product_attention (its math path on 2-D inputs)
     q64, k64, v64 = (torch.einsum("td,dk->tk", x.double(), w.double()) for w in (w_q, w_k, w_v))
     scores64 = torch.einsum("tk,sk->ts", q64, k64)
     for step, reference in [(head.q, q64), (head.k, k64), (head.v, v64), (head.scores, scores64),

@@ -53,9 +53,9 @@ GUIDES = {"pronoun": "Type a sentence with “it”: the answer is the model's g
           "dates": "Type a date in words, such as “march third, nineteen ninety-nine”: the answer is that date as "
                    "year-month-day."}
 #: Under every task's guide: how to read the controls and the numbers.
-READING = ("Each row of the map reads the columns; layers and heads count from 0. Probabilities stay a little "
-           "above 0.9, not near 1: label smoothing (ε = 0.1, Section 5.4) trains toward 0.9 + 0.1/V for V output "
-           "tokens.")
+READING = ("Each row of the map reads the columns; layers and heads count from 0. On inputs like the training "
+           "data, probabilities are a little above 0.9, not near 1: label smoothing (ε = 0.1, Section 5.4) trains "
+           "toward 0.9 + 0.1/V for V output tokens, with dropout, which is off here.")
 #: The payload's ``<script>`` elements (inert data, about 8 MB) carry this attribute: our
 #: renderer moves them after reveal.js's start-up script, so that the browser parses them
 #: after the deck is ready (opening the deck waits for nothing of the explorer). Quarto
