@@ -137,10 +137,11 @@ def scaled_dot_product_attention(
         output (..., T, V), the same on both paths.
 
     Without ``on_weights`` it runs PyTorch's ``F.scaled_dot_product_attention``, which picks
-    a kernel by device and shape: a fused one (flash attention on the CPU for the model's
-    4-D inputs) never materialises the (T, S) weights; small or 2-D inputs may take its
-    unfused math path, which scales q and k by d_k^(-1/4) each, so the last digits differ
-    from dividing the scores. A fully masked query row gives a zero output on both paths.
+    a kernel by device and shape: a fused one (on the CPU, flash attention for the model's
+    4-D inputs with d_k = d_v) never materialises the (T, S) weights; 2-D inputs, or d_k !=
+    d_v, take its unfused math path on the CPU, which scales q and k by d_k^(-1/4) each, so
+    the last digits differ from dividing the scores. A fully masked query row gives a zero
+    output on both paths.
     """
     _check_inputs(query, key, value, mask, bias)
     checks.fraction("dropout_p", dropout_p)
