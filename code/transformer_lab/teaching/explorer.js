@@ -78,8 +78,8 @@
     if (Reveal.isReady()) onSlide();
   }
 
-  async function unpack(selectorOrText) {
-    const text = selectorOrText.startsWith(".") ? payload(selectorOrText.slice(5)).trim() : selectorOrText;
+  async function unpack(packedText) {  // gzipped, base64-encoded (explorer.py: packed)
+    const text = packedText.trim();
     const packed = await (await fetch("data:application/octet-stream;base64," + text)).blob();
     const inflated = packed.stream().pipeThrough(new DecompressionStream("gzip"));
     return new Uint8Array(await new Response(inflated).arrayBuffer());
@@ -103,7 +103,7 @@
         script.textContent = payload("runtime");
         document.head.appendChild(script);
       }
-      const [wasm, glue] = await Promise.all([unpack(".tlx-wasm"), unpack(".tlx-glue")]);
+      const [wasm, glue] = await Promise.all([unpack(payload("wasm")), unpack(payload("glue"))]);
       ort.env.wasm.numThreads = 1;
       ort.env.wasm.proxy = false;
       ort.env.wasm.wasmBinary = wasm;
