@@ -51,7 +51,7 @@ REAL_EDITS = [("text: 01-attention.qmd, a bullet", "slides/chapters/01-attention
                "ffn = tl.PositionwiseFeedForward(d_model=12, d_ff=20)", "cell", True),
               ("cell: a9-speed.qmd, the speed table (timings cached by tt.cached)",
                "slides/chapters/a9-speed.qmd",
-               'args = ["--deck", "--threads", "1", "--rounds", "11"]',
+               "result = tt.deck_models.speed_against_pytorch()   # bench_speed.py --deck",
                "cell", False)]
 # in the page: whether the slides contain the marker, and the error box's text if shown
 SHOWS = """(marker) => {

@@ -129,8 +129,11 @@ class TorchSeq2Seq(nn.Module):
         t = self.dropout(self.embed(tgt) * scale + self.table[: tgt.size(1)])
         causal = nn.Transformer.generate_square_subsequent_mask(tgt.size(1), device=tgt.device, dtype=torch.bool)
         pad_src, pad_tgt = src == self.config.pad_id, tgt == self.config.pad_id
+        # tgt_is_causal=True is the hint PyTorch's documentation asks for: without it,
+        # nn.Transformer compares the mask with a causal one, a host sync (and a graph break
+        # under torch.compile). With padding masks present it still attends with the merged mask.
         x = self.transformer(s, t, tgt_mask=causal, src_key_padding_mask=pad_src,
-                             tgt_key_padding_mask=pad_tgt, memory_key_padding_mask=pad_src)
+                             tgt_key_padding_mask=pad_tgt, memory_key_padding_mask=pad_src, tgt_is_causal=True)
         return self.output(x)
 
 

@@ -8,11 +8,14 @@ every slide with all fragments shown and compares what each slide paints: headin
 paragraphs, list items, table cells, code lines, images, callout titles, captions, footer,
 slide number and logo. An element matches when its box is within 2 px on every edge, its
 computed font size is equal and the browser painted it with the same font family. Maths is
-left out of the score and counted apart (offline, Quarto's MathJax stays raw TeX).
+measured like the rest: the CDN addresses of MathJax, KaTeX and mermaid that the pages load
+are served offline from npm's packages of the same versions (benchmarks/fidelity_npm:
+``npm ci --prefix benchmarks/fidelity_npm``), and each typeset formula is an element too.
 
     python benchmarks/fidelity.py                          # all decks, markdown on stdout
     python benchmarks/fidelity.py --deck alexsp32-nqcdynamics-julia --json out.json
     python benchmarks/fidelity.py --corpus /path/to/quarto-corpus --no-slides
+    python benchmarks/fidelity.py --held-out               # only the held-out decks
     python benchmarks/fidelity.py --as-newest              # every deck with the newest rules
 
 Each deck is rendered as the Quarto release that rendered its reference (meta.json's
@@ -20,7 +23,12 @@ quarto_version, passed as $DECKBUILD_QUARTO_VERSION: the default of our option
 ``deckbuild: quarto-version``, so the deck's files are not edited); with --as-newest,
 with the newest Quarto's rules, which measures what Quarto's own changes account for.
 
-The corpus: --corpus, else $DECKBUILD_QUARTO_CORPUS, else <repo>/../shared/quarto-corpus.
+The corpora: --corpus (repeatable), else $DECKBUILD_QUARTO_CORPUS, else the shared corpus
+<repo>/../shared/quarto-corpus and the extra corpus (--extra, else
+$DECKBUILD_QUARTO_CORPUS_EXTRA, else <repo>/../quarto-corpus-extra; skipped with a message
+where absent). The extra corpus is not in the repository: benchmarks/quarto_corpus_extra.json
+names its files and benchmarks/fidelity_corpus_extra.py restores it from fetched snapshots.
+Its README and meta.json name the decks held out from tuning; the report gives them apart.
 Progress goes to stderr. Modules: fidelity_corpus (decks, builds), fidelity_browser
 (capture), fidelity_match (pairing, comparison), fidelity_report (scores, tables).
 """
@@ -70,6 +78,7 @@ def run_deck(ctx, deck: fc.Deck, workdir: Path, as_newest: bool = False) -> dict
     emit(f"  build {'ok' if build.ok else 'FAILED'} in {build.seconds:.1f} s"
          + ("" if build.ok else f": {build.error.splitlines()[0][:200]}"))
     errors = {}
+    ctx.fidelity_missing = fb.missing_file_stand_ins(deck.meta)
     quarto = capture(ctx, deck.quarto_html, None, "quarto", errors) or EMPTY
     names = fc.ImageNames(deck.folder / "source", deck.folder / "quarto")
     names.resolve(quarto)
@@ -80,6 +89,7 @@ def run_deck(ctx, deck: fc.Deck, workdir: Path, as_newest: bool = False) -> dict
             names.resolve(ours)
     scores = fr.score_deck(quarto, ours)
     return {"name": deck.name, "quarto_version": deck.quarto_version, "qmd": deck.qmd,
+            "held_out": deck.held_out, "features": deck.meta.get("features", []),
             "rendered_as": rendered_as or "newest",
             "build": {"ok": build.ok, "error": build.error, "seconds": round(build.seconds, 2)},
             "page_errors": errors,
@@ -103,7 +113,7 @@ def capture(ctx, html: Path, viewport, side: str, errors: dict) -> dict | None:
         return None
 
 
-def run(corpus: Path, names: list[str] | None = None, as_newest: bool = False) -> dict:
+def run(corpus: Path | list[Path], names: list[str] | None = None, as_newest: bool = False) -> dict:
     """The harness over the corpus (all decks, or those named): the JSON-ready result;
     each deck rendered as its Quarto release, or all with the newest rules (``as_newest``)."""
     decks = fc.load_decks(corpus, names)
@@ -118,7 +128,7 @@ def run(corpus: Path, names: list[str] | None = None, as_newest: bool = False) -
                 score = f"{result['elements']} elements, {fr.fmt_pct(result['pct_matching'])} matching"
             emit(f"[fidelity] {deck.name}: {score}, {result['seconds']:.0f} s")
             results.append(result)
-    return {"corpus": str(corpus), "box_tolerance_px": fm.BOX_TOLERANCE_PX,
+    return {"corpus": str(corpus) if isinstance(corpus, Path) else [str(c) for c in corpus], "box_tolerance_px": fm.BOX_TOLERANCE_PX,
             "rendered_as": "newest" if as_newest else "reference",
             "decks": results, "rollup": fr.rollup(results)}
 
@@ -126,9 +136,12 @@ def run(corpus: Path, names: list[str] | None = None, as_newest: bool = False) -
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--corpus", type=Path, default=None,
-                        help=f"the corpus folder (default: ${fc.CORPUS_ENV}, else "
-                             "<repo>/../shared/quarto-corpus)")
+    parser.add_argument("--corpus", type=Path, action="append", default=None,
+                        help=f"a corpus folder (repeatable; default: ${fc.CORPUS_ENV}, else "
+                             "<repo>/../shared/quarto-corpus and the extra corpus)")
+    parser.add_argument("--extra", type=Path, default=None, metavar="PATH",
+                        help="the extra corpus folder (default: $DECKBUILD_QUARTO_CORPUS_EXTRA, "
+                             "else <repo>/../quarto-corpus-extra; skipped where absent)")
     parser.add_argument("--deck", action="append", default=None, metavar="NAME",
                         help="a deck's folder name (repeatable; default: every deck)")
     parser.add_argument("--json", type=Path, default=None, metavar="PATH",
@@ -138,10 +151,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--as-newest", action="store_true",
                         help="render every deck with the newest Quarto's rules (default: as "
                              "the Quarto version that rendered its reference)")
+    parser.add_argument("--held-out", action="store_true",
+                        help="only the decks held out from tuning (meta.json's held_out)")
     args = parser.parse_args(argv)
-    corpus = args.corpus or fc.default_corpus()
+    corpus = args.corpus or fc.default_corpus(args.extra, notify=emit)
     try:
-        result = run(corpus, args.deck, args.as_newest)
+        names = args.deck
+        if args.held_out:
+            names = [d.name for d in fc.load_decks(corpus, names) if d.held_out]
+        result = run(corpus, names, args.as_newest)
     except (FileNotFoundError, ValueError) as exc:
         parser.error(str(exc))
     if args.json:

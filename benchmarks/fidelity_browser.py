@@ -10,13 +10,47 @@ slide): the harness's own tests use such pages.
 from __future__ import annotations
 
 import contextlib
+import mimetypes
 import os
+import re
 import shutil
 import tempfile
+import urllib.parse
+import urllib.request
 from collections import Counter
 from pathlib import Path
 
 CHROMIUM = os.environ.get("DECKBUILD_CHROMIUM", "/usr/bin/chromium")
+# npm's copies of the CDN libraries the corpus pages load (benchmarks/fidelity_npm:
+# ``npm ci --prefix benchmarks/fidelity_npm``), each at the version the page asks for.
+CDN_NPM = Path(__file__).resolve().parent / "fidelity_npm" / "node_modules"
+CDN_ROUTES = [  # (address pattern, npm alias folder); the rest of the address is the file
+    (r"https://cdn\.jsdelivr\.net/npm/mathjax@2\.7\.9/(.*)", "mathjax-2.7.9"),
+    (r"https://cdnjs\.cloudflare\.com/ajax/libs/mathjax/2\.7\.9/(.*)", "mathjax-2.7.9"),
+    (r"https://cdnjs\.cloudflare\.com/ajax/libs/mathjax/2\.7\.0/(.*)", "mathjax-2.7.0"),
+    (r"https://cdn\.jsdelivr\.net/npm/mathjax@3/(.*)", "mathjax-3"),
+    (r"https://cdn\.jsdelivr\.net/npm/katex@0\.15\.1/(.*)", "katex-0.15.1"),
+    (r"https://cdnjs\.cloudflare\.com/ajax/libs/mermaid/10\.9\.0/(mermaid\.min\.js)", "mermaid-10.9.0/dist"),
+]
+
+
+def cdn_file(url: str) -> Path | None:
+    """The local npm file standing in for a CDN address (None: not one we serve)."""
+    for pattern, folder in CDN_ROUTES:
+        m = re.fullmatch(pattern, url.split("?", 1)[0])
+        if m:
+            path = CDN_NPM / folder / m.group(1)
+            if not path.is_file():
+                raise FileNotFoundError(f"{url} is served from {path}, which is missing: run "
+                                        "npm ci --prefix benchmarks/fidelity_npm")
+            return path
+    return None
+
+
+def missing_file_stand_ins(meta: dict) -> dict[str, Path]:
+    """Files a corpus deck left out to stay light, by the end of their path, with the npm
+    file that stands in for them (meta.json's ``npm_stand_ins``: {"path end": "alias/file"})."""
+    return {end: CDN_NPM / rel for end, rel in (meta.get("npm_stand_ins") or {}).items()}
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu"]
 FALLBACK_VIEWPORT = (1280, 720)
 
@@ -127,6 +161,26 @@ COLLECT_JS = r"""
     document.querySelectorAll('.reveal .slide-number').forEach(e => add(e, 'slide-number'));
     document.querySelectorAll('.reveal .slide-logo').forEach(e => add(e, 'logo'));
   }
+  // each typeset formula (MathJax 2 or 3, KaTeX), its text the TeX source
+  const formulas = q('.MathJax, .MathJax_Display, mjx-container, .katex-display, .katex')
+    .filter(e => !(e.parentElement && e.parentElement.closest('.MathJax, .MathJax_Display, mjx-container, .katex')));
+  formulas.forEach(e => {
+    const r = e.getBoundingClientRect();
+    if (seen.has(e) || !visible(e, r)) return;
+    seen.add(e);
+    let tex = '';
+    const script = e.classList.contains('MathJax_Display') || e.classList.contains('MathJax')
+      ? (e.closest('.MathJax_Preview, .MathJax_Display') || e).nextElementSibling : null;
+    if (script && script.tagName === 'SCRIPT') tex = script.textContent;
+    const ann = e.querySelector('annotation[encoding="application/x-tex"]');
+    if (!tex && ann) tex = ann.textContent;
+    if (!tex) tex = e.getAttribute('data-tex') || norm(e.textContent);
+    const cs = getComputedStyle(e);
+    out.push({kind: 'math', tag: e.tagName.toLowerCase(), text: norm(tex),
+              box: [r.left, r.top, r.right, r.bottom].map(x => Math.round(x * 100) / 100),
+              font_size: parseFloat(cs.fontSize), font_family: cs.fontFamily,
+              has_math: true, probe: null, painted: null});
+  });
   const maths = q(MATH).filter(e => !inMath(e) && visible(e, e.getBoundingClientRect())).length;
   const order = Array.from(document.querySelectorAll('[data-fid-probe]'))
     .map(e => +e.getAttribute('data-fid-probe'));
@@ -169,7 +223,21 @@ SETTLE_JS = r"""
   const loaded = Promise.all(images.map(img => new Promise(r => {
     img.addEventListener('load', r, {once: true}); img.addEventListener('error', r, {once: true});
   })));
-  const waited = Promise.race([loaded, new Promise(r => setTimeout(r, waitMs))]);
+  // maths typeset (MathJax 2's queue, MathJax 3's startup) and mermaid diagrams drawn
+  const typeset = new Promise(r => {
+    if (window.MathJax && MathJax.Hub && MathJax.Hub.Queue) MathJax.Hub.Queue(() => r());
+    else if (window.MathJax && MathJax.startup && MathJax.startup.promise) MathJax.startup.promise.then(r, r);
+    else r();
+  });
+  const diagrams = new Promise(r => {
+    const t0 = Date.now();
+    (function poll() {
+      const pending = document.querySelectorAll('pre.mermaid:not([data-processed]), .mermaid-js:not([data-processed])');
+      if (!pending.length || Date.now() - t0 > waitMs) r(); else setTimeout(poll, 50);
+    })();
+  });
+  const waited = Promise.race([Promise.all([loaded, typeset, diagrams]),
+                               new Promise(r => setTimeout(r, waitMs))]);
   return waited.then(() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(
     () => document.fonts.ready.then(() => r())))));
 }
@@ -195,13 +263,27 @@ def browser():
             blocked: list[str] = []
 
             def route(r):
-                if r.request.url.startswith("file:"):
-                    r.continue_()
+                url = r.request.url
+                if url.startswith("file:"):
+                    path = Path(urllib.request.url2pathname(urllib.parse.urlparse(url).path))
+                    stand_in = next((f for end, f in ctx.fidelity_missing.items()
+                                     if url.endswith(end)), None)
+                    if stand_in is not None and not path.exists():
+                        r.fulfill(path=str(stand_in))
+                    else:
+                        r.continue_()
+                    return
+                local = cdn_file(url)
+                if local is not None:
+                    r.fulfill(path=str(local), headers={
+                        "content-type": mimetypes.guess_type(local.name)[0] or "application/octet-stream",
+                        "access-control-allow-origin": "*"})
                 else:
-                    blocked.append(r.request.url)
+                    blocked.append(url)
                     r.abort()
             ctx.route("**/*", route)
             ctx.fidelity_blocked = blocked
+            ctx.fidelity_missing = {}
             try:
                 yield ctx
             finally:

@@ -17,6 +17,8 @@ import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
 
+import fidelity_corpus_extra as fce
+
 REPO = Path(__file__).resolve().parents[1]
 CORPUS_ENV = "DECKBUILD_QUARTO_CORPUS"
 # read by the renderer as the default of `deckbuild: quarto-version` (code/deckbuild/schema.py)
@@ -25,8 +27,27 @@ BUILD_TIMEOUT_S = 600
 ERROR_CHARS = 1500  # how much of the renderer's error message a report keeps (head and tail)
 
 
-def default_corpus() -> Path:
-    return Path(os.environ.get(CORPUS_ENV) or REPO.parent / "shared" / "quarto-corpus")
+# The shared corpus beside the checkout (read-only) and the extra corpus, kept out of the
+# repository (benchmarks/fidelity_corpus_extra.py: its manifest, and how to restore it)
+SHARED_CORPUS = REPO.parent / "shared" / "quarto-corpus"
+
+
+def default_corpus(extra: Path | None = None, notify=None) -> list[Path]:
+    """$DECKBUILD_QUARTO_CORPUS (folders joined by the path separator), else the shared
+    corpus beside the repository and the extra corpus (``extra``, else
+    $DECKBUILD_QUARTO_CORPUS_EXTRA, else ../quarto-corpus-extra), which is skipped, with a
+    message to ``notify``, where it is absent."""
+    env = os.environ.get(CORPUS_ENV)
+    if env:
+        return [Path(p) for p in env.split(os.pathsep) if p]
+    extra = extra or fce.default_folder()
+    if (extra / "README.md").is_file() or any(extra.glob("*/meta.json")):
+        return [SHARED_CORPUS, extra]
+    if notify:
+        notify(f"[fidelity] extra corpus not found at {extra}: measuring the shared corpus only "
+               f"(rebuild it with `python benchmarks/fidelity_corpus_extra.py restore`, or "
+               f"name it with --extra or ${fce.EXTRA_ENV})")
+    return [SHARED_CORPUS]
 
 
 @dataclass
@@ -34,6 +55,11 @@ class Deck:
     name: str
     folder: Path
     meta: dict
+
+    @property
+    def held_out(self) -> bool:
+        """Chosen before any tuning on it (meta.json's held_out)."""
+        return bool(self.meta.get("held_out"))
 
     @property
     def quarto_version(self) -> str:
@@ -64,16 +90,24 @@ def _relative(meta: dict, field: str, prefix: str) -> str:
     return value[len(prefix):] if value.startswith(prefix) else value
 
 
-def load_decks(corpus: Path, names: list[str] | None = None) -> list[Deck]:
-    """The corpus decks (folders with a meta.json), all or those named, sorted by name."""
-    if not corpus.is_dir():
-        raise FileNotFoundError(f"corpus folder not found: {corpus} (pass --corpus or set "
-                                f"{CORPUS_ENV})")
-    found = {p.parent.name: p.parent for p in sorted(corpus.glob("*/meta.json"))}
+def load_decks(corpus: Path | list[Path], names: list[str] | None = None) -> list[Deck]:
+    """The decks of one or more corpus folders (folders with a meta.json), all or those
+    named, in corpus order, each corpus sorted by name."""
+    corpora = [corpus] if isinstance(corpus, Path) else list(corpus)
+    found: dict[str, Path] = {}
+    for folder in corpora:
+        if not folder.is_dir():
+            raise FileNotFoundError(f"corpus folder not found: {folder} (pass --corpus or set "
+                                    f"{CORPUS_ENV})")
+        for p in sorted(folder.glob("*/meta.json")):
+            if p.parent.name in found:
+                raise ValueError(f"deck {p.parent.name} is in two corpora: "
+                                 f"{found[p.parent.name]} and {p.parent}")
+            found[p.parent.name] = p.parent
     unknown = [n for n in names or [] if n not in found]
     if unknown:
-        raise ValueError(f"--deck: no deck named {', '.join(unknown)} in {corpus}; "
-                         f"expected one of {', '.join(found)}")
+        raise ValueError(f"--deck: no deck named {', '.join(unknown)} in "
+                         f"{', '.join(map(str, corpora))}; expected one of {', '.join(found)}")
     return [Deck(n, found[n], json.loads((found[n] / "meta.json").read_text()))
             for n in (names or list(found))]
 

@@ -5,8 +5,9 @@ An element is a dict as fidelity_browser collects it: ``kind`` (heading, p, li, 
 code (one per line), image, logo, callout-title, caption, footer, slide-number), ``text`` (normalised; an image's
 file name), ``box`` ([left, top, right, bottom] in viewport pixels), ``font_size`` (computed,
 px; None for images), ``font_family`` (computed), ``painted`` (the family Chromium painted
-the most glyphs with; None for images) and ``has_math`` (it holds maths, whose rendering
-offline is not comparable: such elements are left out of the score and counted apart).
+the most glyphs with; None for images) and ``has_math`` (it holds maths: counted apart as
+well, and measured like the rest, since both pages typeset their maths offline). A typeset
+formula is an element of its own too (kind ``math``, its text the TeX source).
 
 A pair *matches* when every edge of its box is within BOX_TOLERANCE_PX, its font sizes are
 equal and its painted families are equal. An element on one side only never matches.
@@ -124,15 +125,16 @@ def _missing(side: str) -> list[dict]:
 
 def compare_slide(quarto: list[dict], ours: list[dict]) -> dict:
     """Counts of one pair of slides (either list may be empty: a slide on one side only)
-    and its differences. Elements holding maths on either side are not scored."""
+    and its differences. Elements holding maths are scored like the rest, and also counted
+    in ``math_elements``."""
     out = {"elements": 0, "matching": 0, "text_matched": 0, "only_quarto": 0, "only_ours": 0,
-           "math_excluded": 0, "differences": []}
+           "math_elements": 0, "differences": []}
     for i, j in match_elements(quarto, ours):
         q = quarto[i] if i is not None else None
         o = ours[j] if j is not None else None
-        if (q and q.get("has_math")) or (o and o.get("has_math")):
-            out["math_excluded"] += 1
-            continue
+        if (q and (q.get("has_math") or q["kind"] == "math")) or \
+                (o and (o.get("has_math") or o["kind"] == "math")):
+            out["math_elements"] += 1
         out["elements"] += 1
         if q and o:
             out["text_matched"] += 1

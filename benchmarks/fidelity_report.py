@@ -35,7 +35,7 @@ def score_deck(quarto: dict, ours: dict | None) -> dict:
     rows = [_slide_row(qs[i] if i is not None else None, os_[j] if j is not None else None)
             for i, j in pairs]
     total = {k: sum(r[k] for r in rows) for k in
-             ("elements", "matching", "text_matched", "only_quarto", "only_ours", "math_excluded",
+             ("elements", "matching", "text_matched", "only_quarto", "only_ours", "math_elements",
               "maths_quarto", "maths_ours")}
     worst = sorted(({"slide_quarto": r["quarto"], "slide_ours": r["ours"], "title": r["title"], **d}
                     for r in rows for d in r["differences"]),
@@ -104,18 +104,45 @@ def error_summary(error: str) -> str:
     return text + (f" ... `{lines[-1][-200:]}`" if len(lines) > 1 else "")
 
 
+def _median(values: list[float]) -> float | None:
+    values = sorted(values)
+    if not values:
+        return None
+    mid = len(values) // 2
+    return values[mid] if len(values) % 2 else round((values[mid - 1] + values[mid]) / 2, 1)
+
+
+def set_summary(decks: list[dict]) -> list[dict]:
+    """Per set (all, tuning, held out): decks, how many built, and the median of the
+    per-deck match, a deck that did not build (or could not be walked) counting as 0%."""
+    out = []
+    for name, chosen in (("all", decks), ("tuning", [d for d in decks if not d.get("held_out")]),
+                         ("held out", [d for d in decks if d.get("held_out")])):
+        if not chosen:
+            continue
+        built = sum(1 for d in chosen if d["build"]["ok"])
+        scores = [d["pct_matching"] or 0.0 for d in chosen]
+        out.append({"set": name, "decks": len(chosen), "built": built,
+                    "pct_built": _pct(built, len(chosen)), "median_match": _median(scores),
+                    "median_match_built": _median([d["pct_matching"] for d in chosen
+                                                   if d["pct_matching"] is not None])})
+    return out
+
+
 def _deck_table(decks: list[dict]) -> list[str]:
-    out = ["| deck | Quarto | build | slides Q/ours (paired) | elements | matching | "
-           "matched by text | maths Q/ours (elements left out) | time |",
-           "|---|---|---|---|---|---|---|---|---|"]
+    out = ["| deck | set | Quarto | features | build | slides Q/ours (paired) | elements | "
+           "matching | matched by text | maths Q/ours (elements with maths) | time |",
+           "|---|---|---|---|---|---|---|---|---|---|---|"]
     for d in decks:
         build = "ok" if d["build"]["ok"] else "error"
         build += "".join(f", {side} page error" for side in d.get("page_errors", {}))
-        out.append(f"| {d['name']} | {d['quarto_version']} | {build} | {d['slides_quarto']}/"
+        features = ", ".join(d.get("features", []))
+        out.append(f"| {d['name']} | {'held out' if d.get('held_out') else 'tuning'} | "
+                   f"{d['quarto_version']} | {features} | {build} | {d['slides_quarto']}/"
                    f"{d['slides_ours'] if d['build']['ok'] else '-'} ({d['slides_paired']}) | "
                    f"{d['elements']} | {fmt_pct(d['pct_matching'])} | "
                    f"{fmt_pct(d['pct_text_matched'])} | {d['maths_quarto']}/{d['maths_ours']} "
-                   f"({d['math_excluded']}) | {d['seconds']:.0f} s |")
+                   f"({d['math_elements']}) | {d['seconds']:.0f} s |")
     return out
 
 
@@ -143,9 +170,16 @@ def markdown(result: dict, per_slide: bool = True) -> str:
     lines = [f"### Fidelity against Quarto: {len(decks)} decks, {rendered_as(result)}, box "
              f"tolerance {fm.BOX_TOLERANCE_PX:g} px", "",
              "Elements: those of both sides, a pair counted once (Quarto's alone where our "
-             "build failed), maths left out. Matching: box within the tolerance on every edge, "
-             "same computed font size, same painted family. Matched by text: found on both "
-             "sides.", ""] + _deck_table(decks)
+             "build failed), maths included (each typeset formula is an element too). "
+             "Matching: box within the tolerance on every edge, same computed font size, same "
+             "painted family. Matched by text: found on both sides. Median match: over the "
+             "decks of the set, a deck that did not build counting as 0%.", "",
+             "| set | decks | built | median match | median match of those built |",
+             "|---|---|---|---|---|"]
+    lines += [f"| {r['set']} | {r['decks']} | {r['built']} ({fmt_pct(r['pct_built'])}) | "
+              f"{fmt_pct(r['median_match'])} | {fmt_pct(r['median_match_built'])} |"
+              for r in set_summary(decks)]
+    lines += [""] + _deck_table(decks)
     lines += ["", "#### Per Quarto version", "",
               "| Quarto | versions | decks | built | measured | elements | matching | "
               "matched by text |", "|---|---|---|---|---|---|---|---|"]

@@ -1,14 +1,19 @@
-"""Exercise 9: an encoder layer (Section 3.1). Check it with `make exercises N=9`.
+"""Exercise 9: an encoder layer and the stack of them (Section 3.1). Check it with
+`make exercises N=9`.
 
 The report of `make exercises` names the slide that explains it.
 
 The layer receives its two sub-layers as modules (the grader hands it the package's
-MultiHeadAttention and PositionwiseFeedForward); you write what connects them.
+MultiHeadAttention and PositionwiseFeedForward); you write what connects them. Then the
+stack: ``Encoder.forward`` runs the layers in turn (``__init__`` is written and builds them
+with your ``EncoderLayer``).
 """
 
 from __future__ import annotations
 
 from torch import Tensor, nn
+
+from transformer_lab import LayerConfig
 
 
 class EncoderLayer(nn.Module):
@@ -30,6 +35,32 @@ class EncoderLayer(nn.Module):
                  *, norm_first: bool = False, layer_norm_eps: float = 1e-5):
         super().__init__()
         raise NotImplementedError
+
+    def forward(self, x: Tensor, src_mask: Tensor | None = None) -> Tensor:
+        raise NotImplementedError
+
+
+class Encoder(nn.Module):
+    """A stack of ``num_layers`` identical encoder layers (N = 6 in the paper), each with
+    parts of its own. ``options`` are the other fields of ``transformer_lab.LayerConfig``
+    (``norm_first=True``, ``layer_norm_eps``, ...).
+
+    ``__init__`` is written: ``self.layers`` (an ``nn.ModuleList`` of your ``EncoderLayer``)
+    and ``self.norm``, a final ``nn.LayerNorm`` for a pre-LN stack (None for post-LN: every
+    post-LN layer already ends with one).
+
+    ``forward(x (B, S, D), src_mask=None) -> (B, S, D)``: each layer reads the previous
+    one's output; a pre-LN stack normalises the last layer's output with ``self.norm``.
+    """
+
+    def __init__(self, num_layers: int, d_model: int, num_heads: int, d_ff: int, dropout: float = 0.1,
+                 **options):
+        super().__init__()
+        c = LayerConfig(d_model, num_heads, d_ff, dropout, **options)
+        self.layers = nn.ModuleList(
+            EncoderLayer(c.d_model, c.self_attention(c), c.feed_forward(c), c.dropout, norm_first=c.norm_first,
+                         layer_norm_eps=c.layer_norm_eps) for _ in range(num_layers))
+        self.norm = nn.LayerNorm(d_model, eps=c.layer_norm_eps) if c.norm_first else None
 
     def forward(self, x: Tensor, src_mask: Tensor | None = None) -> Tensor:
         raise NotImplementedError

@@ -7,7 +7,8 @@ axis cannot pass by accident.
 import pytest
 import torch
 
-DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+# The CUDA case carries the cuda marker, so that `pytest -m cuda` runs it with the rest.
+DEVICES = ["cpu"] + ([pytest.param("cuda", marks=pytest.mark.cuda)] if torch.cuda.is_available() else [])
 
 
 @pytest.fixture(autouse=True)

@@ -100,6 +100,21 @@ def test_a_fully_masked_row_gives_zero_output_not_nan(device, path):
         assert torch.all(w[0, 1, 2] == 0)
 
 
+def test_float16_weights_are_finite_and_a_query_that_sees_nothing_gets_zeros():
+    # float16's lowest value is -65504: a mask filled with -1e9 in float16 overflows (to -inf
+    # or an error) and a query that may see no key gets NaN. On the CPU too, half-precision
+    # scores are masked and normalised in float32 and come back as float16.
+    q, k, v = qkv(torch.float16)
+    mask = random_mask(B, H, T, S)
+    mask[1, 2, 3] = False  # query 3 of head 2 in example 1 may see nothing
+    w = tl.attention_weights(q, k, mask)
+    assert w.dtype == torch.float16 and torch.isfinite(w).all()
+    torch.testing.assert_close(w.float().sum(-1), mask.any(-1).float(), atol=2e-3, rtol=0)
+    assert torch.all(w[~mask] == 0) and torch.all(w[1, 2, 3] == 0)
+    out = tl.scaled_dot_product_attention(q, k, v, mask)
+    assert out.dtype == torch.float16 and torch.isfinite(out).all() and torch.all(out[1, 2, 3] == 0)
+
+
 @pytest.mark.parametrize("dtype", [torch.float64, torch.bfloat16])
 def test_dtypes(dtype):
     q, k, v = qkv(dtype)
@@ -201,3 +216,61 @@ def test_float16_on_cuda():
     explicit = tl.attention_weights(q, k, mask) @ v
     fused = tl.scaled_dot_product_attention(q, k, v, mask)
     torch.testing.assert_close(explicit, fused, atol=2e-3, rtol=2e-3)
+
+
+# -- the prepared-mask memo: what it gives equals what a fresh mask gives ----------------
+
+
+def fresh(mask):
+    """A new tensor with the same values: it cannot hit the memo."""
+    return mask.clone()
+
+
+def test_a_mask_edited_in_place_after_use_is_read_again(device):
+    q, k, v = (t.to(device) for t in qkv())
+    mask = random_mask(B, 1, T, S).to(device)
+    tl.scaled_dot_product_attention(q, k, v, mask)  # prepares this mask
+    mask[0, 0, 1] = False  # a whole row: this query now sees nothing
+    mask[1, 0, :, 2] = ~mask[1, 0, :, 2]
+    got = tl.scaled_dot_product_attention(q, k, v, mask)
+    torch.testing.assert_close(got, tl.scaled_dot_product_attention(q, k, v, fresh(mask)))
+    assert torch.all(got[0, :, 1] == 0)
+
+
+def test_a_view_of_an_edited_mask_is_read_again():
+    q, k, v = qkv()
+    base = random_mask(B, T, S)
+    view = base[:, None]  # (B, 1, T, S), shares base's storage and version counter
+    tl.scaled_dot_product_attention(q, k, v, view)
+    base[:, :, 3] = False
+    torch.testing.assert_close(tl.scaled_dot_product_attention(q, k, v, view),
+                               tl.scaled_dot_product_attention(q, k, v, fresh(view)))
+
+
+def test_one_mask_serves_queries_of_two_dtypes():
+    q, k, v = qkv()
+    mask = random_mask(T, S)
+    for dtype in (torch.float32, torch.bfloat16, torch.float64):
+        args = [t.to(dtype) for t in (q, k, v)]
+        torch.testing.assert_close(tl.scaled_dot_product_attention(*args, mask),
+                                   tl.scaled_dot_product_attention(*args, fresh(mask)))
+
+
+def test_masks_in_inference_mode_and_prepared_entries_go_with_their_masks():
+    import gc
+
+    from transformer_lab.attention import _PREPARED_MASKS
+
+    q, k, v = qkv()
+    before = len(_PREPARED_MASKS)
+    masks = [random_mask(T, S) for _ in range(3)]
+    outputs = [tl.scaled_dot_product_attention(q, k, v, m) for m in masks]
+    assert len(_PREPARED_MASKS) == before + 3
+    del masks, outputs
+    gc.collect()
+    assert len(_PREPARED_MASKS) == before
+    with torch.inference_mode():  # inference tensors have no version counter: never kept
+        mask = random_mask(T, S)
+        torch.testing.assert_close(tl.scaled_dot_product_attention(q, k, v, mask),
+                                   tl.scaled_dot_product_attention(q, k, v, fresh(mask)))
+    assert len(_PREPARED_MASKS) == before

@@ -9,9 +9,13 @@ from pathlib import Path
 import pytest
 import torch
 
-import transformer_lab as tl
-from deckbuild import rawhtml
-from transformer_lab.teaching import explorer
+from extras import skip_module_without
+
+skip_module_without("IPython", "playwright", "yaml")  # the explorer's HTML, the renderer, the browser
+
+import transformer_lab as tl  # noqa: E402
+from deckbuild import rawhtml  # noqa: E402
+from transformer_lab.teaching import explorer  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 spec = importlib.util.spec_from_file_location("bench_explorer", ROOT / "benchmarks" / "bench_explorer.py")

@@ -104,7 +104,9 @@ def test_the_json_records_dropout_device_threads_rounds_and_sizes(bench, small_s
     out = tmp_path / "speed.json"
     threads = torch.get_num_threads()
     try:
-        assert bench.main(["--quick", "--rounds", "1", "--threads", "1", "--dropout", "0.1", "--json", str(out)]) == 0
+        # the device is pinned: on a machine with a GPU the benchmark would otherwise pick CUDA
+        assert bench.main(["--quick", "--rounds", "1", "--threads", "1", "--dropout", "0.1", "--device", "cpu",
+                           "--json", str(out)]) == 0
     finally:
         torch.set_num_threads(threads)  # main sets them for the whole process
     result = json.loads(out.read_text())

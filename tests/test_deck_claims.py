@@ -11,7 +11,7 @@ import transformer_lab as tl
 
 @pytest.mark.parametrize("heads", [1, 8, 16])
 def test_multi_head_parameters_do_not_depend_on_the_number_of_heads(heads):
-    """ch08 'Same cost as one full-width head': four 512 x 512 projections plus biases."""
+    """ch02 'What do more heads cost?': four 512 x 512 projections plus biases."""
     mha = tl.MultiHeadAttention(d_model=512, num_heads=heads)
     assert tl.count_parameters(mha) == 4 * 512 * 512 + 4 * 512
 

@@ -62,10 +62,10 @@ def main_and_appendix():
     return slides[:at[0]], slides[at[0]:]
 
 
-def test_the_lecture_is_at_most_60_slides_and_the_appendix_holds_the_rest():
+def test_the_lecture_is_at_most_64_slides_and_the_appendix_holds_the_rest():
     # Issue 20: one 90-minute lecture, part dividers included; deep dives after the summary.
     main, appendix = main_and_appendix()
-    assert 45 <= len(main) <= 60, len(main)
+    assert 45 <= len(main) <= 64, len(main)   # its notes fit 85 minutes (tests/deckbuild/test_lecture_structure.py)
     assert len(appendix) >= 10, len(appendix)
     assert main[-1][0].startswith("## Summary"), main[-1][0]
 
@@ -126,7 +126,22 @@ def test_every_part_ends_with_a_recap_naming_its_exercises_and_the_command():
             assert f"N={number}" in box.group(1) or f"ex{number:02d}" in box.group(1)
         named |= set(files)
     shipped = {p.name for p in (ROOT / "exercises").glob("ex[0-9][0-9]_*.py")}
-    assert named == shipped, sorted(named ^ shipped)
+    assert named == shipped - set(BEYOND_THE_PAPER), sorted(named ^ (shipped - set(BEYOND_THE_PAPER)))
+    main, appendix = main_and_appendix()
+    for exercise, slide_id in BEYOND_THE_PAPER.items():
+        bodies = [body for title, body in main + appendix if "{#" + slide_id in title]
+        assert len(bodies) == 1, f"no slide {{#{slide_id}}} for {exercise}"
+        box = re.search(r"^::: \{\.exercise\}\n(.*?)^:::$", bodies[0], flags=re.S | re.M)
+        number = int(exercise[2:4])
+        assert box and re.search(rf"\b{number}\b", box.group(1)), f"{{#{slide_id}}} has no exercise box for {exercise}"
+        assert "make exercises N=" in box.group(1) and re.search(rf"N={number}\b|`{number}`", box.group(1))
+        assert "TESTS=" in box.group(1) and re.search(rf"TESTS={number}\b|`{number}`", box.group(1))
+        assert (ROOT / "exercises" / exercise).is_file() and (ROOT / "exercises" / f"tests{exercise[2:]}").is_file()
+
+
+# Exercises 15 and 16 (issue 32) go past the paper, so no part's recap names them: the
+# "Since 2017" slide, first of its appendix deep dives, does, in an exercise box with both commands.
+BEYOND_THE_PAPER = {"ex15_rotary.py": "since-2017", "ex16_grouped_query_attention.py": "since-2017"}
 
 
 # In lecture order: attention on the sentence (part 1), its heads (2), its tokens and vectors

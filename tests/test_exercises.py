@@ -157,7 +157,7 @@ def test_a_wrong_value_matching_no_known_mistake_reports_the_first_index_and_bot
 def test_a_wrong_shape_is_reported_as_a_shape_with_the_properties_that_fail(tmp_path):
     source = ("import torch\n"
               "def causal_mask(size, device=None):\n    return torch.ones(size, size, dtype=torch.bool).tril(2)\n"
-              "def padding_mask(tokens, pad_id):\n    return (tokens != pad_id)[:, None, :]\n")
+              "def padding_mask(tokens, pad_id):\n    return (tokens != pad_id)[None]\n")
     result = grade(exercise(2), path=write(tmp_path, 2, source))
     report = result.report()
     assert result.status == WRONG and result.mistake is None
@@ -165,11 +165,12 @@ def test_a_wrong_shape_is_reported_as_a_shape_with_the_properties_that_fail(tmp_
             "expected False, got True (7 of 25 values differ)") in report
     assert "does not hold: query i may attend to key j exactly when j <= i" in report
     assert ("padding_mask: wrong. first difference from the package, in padding_mask(tokens (2, 7), pad_id=0): "
-            "shape: expected (2, 1, 1, 7), got (2, 1, 7)") in report
+            "shape: expected (2, 1, 1, 7), got (1, 2, 7)") in report
 
 
 def test_an_exception_names_the_learners_file_and_line(tmp_path):
-    source = "def noam_learning_rate(step, d_model, warmup_steps=4000, factor=1.0):\n    return d_model[step]\n"
+    source = ("def noam_learning_rate(step, d_model, warmup_steps=4000, factor=1.0):\n    return d_model[step]\n"
+              "from transformer_lab import WarmupSchedule\n")
     path = write(tmp_path, 11, source)
     report = grade(exercise(11), path=path).report()
     assert (f"in noam_learning_rate(1, d_model=12, warmup_steps=400): your code raised TypeError: "
@@ -189,12 +190,12 @@ def test_a_part_that_only_inherits_an_earlier_parts_error_says_to_fix_that_one_f
     source = ATTENTION_OFF_SCALE.replace("    raise NotImplementedError\n", (
         "    weights = attention_weights(query, key, mask)\n"
         "    if on_weights is not None:\n        on_weights(weights)\n"
-        "    return weights @ value\n"))
+        "    return torch.nn.functional.dropout(weights, dropout_p) @ value\n"))
     result = grade(exercise(1), path=write(tmp_path, 1, source))
     assert [p.status for p in result.parts] == [WRONG, WRONG]
     assert result.parts[1].lines == ["equals the package once attention_weights is the package's: "
                                      "fix attention_weights first"]
-    broken = source.replace("return weights @ value", "return value")
+    broken = source.replace("return torch.nn.functional.dropout(weights, dropout_p) @ value", "return value")
     assert "first difference from the package" in grade(exercise(1), path=write(tmp_path, 1, broken)).report()
 
 
@@ -213,8 +214,8 @@ def test_check_prints_the_report_for_a_module_a_notebook_imported(tmp_path, caps
     result = check(11, module=module)
     assert result.status == PASSED
     assert capsys.readouterr().out.strip() == result.report()
-    with pytest.raises(ValueError, match="number must be an exercise number from 1 to 14, got 15"):
-        check(15)
+    with pytest.raises(ValueError, match="number must be an exercise number from 1 to 16, got 17"):
+        check(17)
 
 
 def test_grading_leaves_the_learners_random_state_alone(tmp_path):
@@ -232,17 +233,24 @@ def test_make_test_collects_tests_only_so_the_learners_files_are_never_failures(
     assert not any(p.name.startswith("test_") for p in (REPO / "exercises").glob("ex*.py"))
 
 
-def test_make_exercises_runs_one_exercise_under_pytest_with_its_report():
+def test_make_exercises_runs_one_exercise_and_one_test_writing_exercise_under_pytest_with_their_reports():
     command = [sys.executable, "-m", "pytest", "exercises/grader", "-q", "--tb=no", "-rN", "-p", "no:cacheprovider",
-               "--exercise", "11", "--solution"]
+               "--exercise", "11", "--tests", "2", "--solution"]
     run = subprocess.run(command, cwd=REPO, capture_output=True, text=True, env=os.environ, timeout=300)
     assert run.returncode in (0, 1), run.stdout + run.stderr  # passed or skipped; failed if the learner is wrong
     assert "Exercise 11, warm-up learning rate (equation 3)" in run.stdout
     assert "solution: transformer_lab.training.noam_learning_rate" in run.stdout
-    assert "1 exercise: " in run.stdout and "Exercise 10" not in run.stdout
-    bad = subprocess.run(command[:-2] + ["99"], cwd=REPO, capture_output=True, text=True, env=os.environ, timeout=300)
+    assert "Tests for exercise 2, causal and padding masks (exercises/tests02_masks.py)" in run.stdout
+    assert "tests that catch every known mistake: exercises/grader/answer_tests/tests02_masks.py" in run.stdout
+    assert "2 exercises: " in run.stdout and "Exercise 10" not in run.stdout and "T4 " not in run.stdout
+    bad = subprocess.run(command[:-5] + ["--exercise", "99"], cwd=REPO, capture_output=True, text=True, env=os.environ,
+                         timeout=300)
     assert bad.returncode == 4
-    assert "number must be an exercise number from 1 to 14, got 99" in bad.stderr
+    assert "number must be an exercise number from 1 to 16, got 99" in bad.stderr
+    bad = subprocess.run(command[:-5] + ["--tests", "3"], cwd=REPO, capture_output=True, text=True, env=os.environ,
+                         timeout=300)
+    assert bad.returncode == 4
+    assert "--tests (make exercises TESTS=...): TESTS must be one of 1, 2, 4, 6, 10, 15, 16" in bad.stderr
 
 
 # --------------------------------------------------------------------------- slides

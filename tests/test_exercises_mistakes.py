@@ -131,6 +131,18 @@ def sinusoidal_positional_encoding(length, d_model, *, dtype=torch.float32, devi
     pe[:, 0::2] = torch.sin(position / div)
     pe[:, 1::2] = torch.cos(position / div)
     return pe
+
+
+class PositionalEncoding(torch.nn.Module):
+    def __init__(self, d_model, max_len=5000, dropout=0.0):
+        super().__init__()
+        self.d_model, self.max_len = d_model, max_len
+        self.dropout = torch.nn.Dropout(dropout)
+        self.register_buffer("table", sinusoidal_positional_encoding(max_len, d_model), persistent=False)
+
+    def forward(self, x, offset=0):
+        pe = self.table[offset : offset + x.size(1)]
+        return self.dropout(x + pe.to(x.dtype))
 ''',
     7: '''
 import torch
@@ -166,6 +178,8 @@ class _Layer(nn.Module):
     9: '''
 from torch import nn
 
+from transformer_lab import LayerConfig
+
 
 class EncoderLayer(nn.Module):
     def __init__(self, d_model, self_attn, feed_forward, dropout=0.1, *, norm_first=False, layer_norm_eps=1e-5):
@@ -183,6 +197,21 @@ class EncoderLayer(nn.Module):
             return x + self.dropout(self.feed_forward(self.norm2(x)))
         x = self.norm1(x + self.dropout(self.self_attn(x, x, x, mask=src_mask)))
         return self.norm2(x + self.dropout(self.feed_forward(x)))
+
+
+class Encoder(nn.Module):
+    def __init__(self, num_layers, d_model, num_heads, d_ff, dropout=0.1, **options):
+        super().__init__()
+        c = LayerConfig(d_model, num_heads, d_ff, dropout, **options)
+        self.layers = nn.ModuleList(
+            EncoderLayer(c.d_model, c.self_attention(c), c.feed_forward(c), c.dropout, norm_first=c.norm_first,
+                         layer_norm_eps=c.layer_norm_eps) for _ in range(num_layers))
+        self.norm = nn.LayerNorm(d_model, eps=c.layer_norm_eps) if c.norm_first else None
+
+    def forward(self, x, src_mask=None):
+        for layer in self.layers:
+            x = layer(x, src_mask)
+        return x if self.norm is None else self.norm(x)
 ''',
     10: '''
 from torch import nn
@@ -209,10 +238,25 @@ class DecoderLayer(nn.Module):
         return self._sub(x, self.norm3, self.feed_forward)
 ''',
     11: '''
+import torch
+
+
 def noam_learning_rate(step, d_model, warmup_steps=4000, factor=1.0):
     if step == 0:
         return 0.0
     return factor * d_model ** -0.5 * min(step ** -0.5, step * warmup_steps ** -1.5)
+
+
+class WarmupSchedule(torch.optim.lr_scheduler.LRScheduler):
+    def __init__(self, optimizer, d_model, warmup_steps=4000, factor=1.0, last_epoch=-1):
+        self.d_model, self.warmup_steps, self.factor = d_model, warmup_steps, factor
+        super().__init__(optimizer, last_epoch)
+
+    def rate(self, update):
+        return noam_learning_rate(update, self.d_model, self.warmup_steps, self.factor)
+
+    def get_lr(self):
+        return [base * self.rate(self.last_epoch + 1) for base in self.base_lrs]
 ''',
     12: '''
 import torch
@@ -352,6 +396,96 @@ def beam_search(model, src, beam_size, max_len, bos_id, eos_id, length_penalty=0
     for b, hypothesis in enumerate(best):
         out[b, : len(hypothesis)] = hypothesis
     return out
+''',
+    15: '''
+import math
+
+import torch
+from torch import nn
+
+import transformer_lab as tl
+
+
+def rotate_half(x):
+    a, b = x.chunk(2, dim=-1)
+    return torch.cat((-b, a), dim=-1)
+
+
+class RotaryEmbedding(nn.Module):
+    def __init__(self, head_dim, base=10000.0):
+        super().__init__()
+        inv_freq = 1.0 / base ** (torch.arange(0, head_dim, 2).float() / head_dim)
+        self.register_buffer("inv_freq", inv_freq, persistent=False)
+
+    def turn(self, x, offset):
+        pos = torch.arange(offset, offset + x.size(-2), dtype=torch.float32)
+        angle = torch.outer(pos, self.inv_freq)
+        angle = torch.cat((angle, angle), dim=-1)
+        return x * angle.cos() + rotate_half(x) * angle.sin()
+
+    def forward(self, q, k, offset=0):
+        return self.turn(q, offset), self.turn(k, offset)
+
+
+class RotaryMultiHeadAttention(tl.MultiHeadAttention):
+    def __init__(self, d_model, num_heads, dropout=0.0):
+        super().__init__(d_model, num_heads, dropout=dropout)
+        self.rotary = RotaryEmbedding(self.d_k)
+
+    def forward(self, query, key, value, mask=None, cache=None):
+        offset = 0 if cache is None else cache.length
+        q = self.split_heads(self.w_q(query), self.d_k)
+        k = self.split_heads(self.w_k(key), self.d_k)
+        v = self.split_heads(self.w_v(value), self.d_v)
+        q, k = self.rotary(q, k, offset)
+        if cache is not None:
+            k, v = cache.update(k, v)
+        s = q @ k.transpose(-2, -1) / math.sqrt(self.d_k)
+        if mask is not None:
+            s = s.masked_fill(~mask, torch.finfo(s.dtype).min)
+        w = torch.nn.functional.dropout(s.softmax(-1), self.dropout, self.training)
+        return self.w_o(self.merge_heads(w @ v))
+''',
+    16: '''
+import torch
+from torch import nn
+
+import transformer_lab as tl
+
+
+class GroupedQueryAttention(nn.Module):
+    def __init__(self, d_model, num_heads, num_kv_heads, dropout=0.0, *, d_k=None, d_v=None, bias=True,
+                 positions=None, rotary_base=10000.0):
+        super().__init__()
+        if positions is not None:
+            raise ValueError("positions must be None")
+        self.h, self.g = num_heads, num_kv_heads
+        self.d_k = d_k or d_model // num_heads
+        self.d_v = d_v or d_model // num_heads
+        self.dropout = dropout
+        self.w_q = nn.Linear(d_model, num_heads * self.d_k, bias=bias)
+        self.w_k = nn.Linear(d_model, num_kv_heads * self.d_k, bias=bias)
+        self.w_v = nn.Linear(d_model, num_kv_heads * self.d_v, bias=bias)
+        self.w_o = nn.Linear(num_heads * self.d_v, d_model, bias=bias)
+
+    def split_heads(self, x, n, d):
+        return x.view(x.size(0), x.size(1), n, d).transpose(1, 2)
+
+    def forward(self, query, key, value, mask=None, cache=None):
+        q = self.split_heads(self.w_q(query), self.h, self.d_k)
+        if cache is not None and cache.filled:
+            k, v = cache.k, cache.v
+        else:
+            k = self.split_heads(self.w_k(key), self.g, self.d_k)
+            v = self.split_heads(self.w_v(value), self.g, self.d_v)
+            if cache is not None:
+                k, v = cache.update(k, v)
+        k = k.repeat_interleave(self.h // self.g, dim=1)
+        v = v.repeat_interleave(self.h // self.g, dim=1)
+        p = self.dropout if self.training else 0.0
+        out = tl.scaled_dot_product_attention(q, k, v, mask, p)
+        B, H, T, Kv = out.shape
+        return self.w_o(out.transpose(1, 2).reshape(B, T, H * Kv))
 ''',
 }
 
@@ -495,6 +629,125 @@ EDITS = {
     (14, "cache not reordered"): [("        cache.reorder(rows)\n", "")],
     (14, "all beams start at 0"): [("scores = torch.full((B, k), -math.inf)\n    scores[:, 0] = 0", "scores = torch.zeros(B, k)")],
     (14, "logits summed"): [("[:, -1].log_softmax(-1)", "[:, -1]")],
+    # issue 31: the common bugs the grader could not name, and the reimplementation bugs of the mistakes gallery
+    (1, "bias scaled with the scores"): [(
+        "scores = query @ key.transpose(-2, -1) / math.sqrt(query.size(-1))\n    if bias is not None:\n"
+        "        scores = scores + bias\n",
+        "scores = query @ key.transpose(-2, -1)\n    if bias is not None:\n        scores = scores + bias\n"
+        "    scores = scores / math.sqrt(query.size(-1))\n")],
+    (1, "-1e9 fill in float16"): [("torch.finfo(scores.dtype).min", "-1e9")],
+    (1, "on_weights after dropout"): [
+        ("    if on_weights is not None:\n        on_weights(weights)\n", ""),
+        ("    weights = torch.nn.functional.dropout(weights, dropout_p)\n",
+         "    weights = torch.nn.functional.dropout(weights, dropout_p)\n"
+         "    if on_weights is not None:\n        on_weights(weights)\n")],
+    (1, "dropout_p ignored"): [("    weights = torch.nn.functional.dropout(weights, dropout_p)\n", "")],
+    (1, "dropout not rescaled"): [("weights = torch.nn.functional.dropout(weights, dropout_p)",
+                                   "weights = weights * (torch.rand_like(weights) >= dropout_p)")],
+    (2, "triu instead of tril"): [("i[None, :] <= i[:, None]", "i[None, :] >= i[:, None]")],
+    (2, "padding mask of shape (B, 1, S)"): [(".unsqueeze(1).unsqueeze(2)", ".unsqueeze(-2)")],
+    (3, "heads merged interleaved"): [("x.permute(0, 2, 1, 3).contiguous().view(B, T, H * Kv)",
+                                       "x.permute(0, 2, 3, 1).reshape(B, T, H * Kv)")],
+    (4, "scaled by sqrt(d_model)"): [("/ math.sqrt(self.d_k)", "/ math.sqrt(self.w_q.in_features)")],
+    (4, "heads merged interleaved"): [("x.transpose(1, 2).reshape(B, T, H * Kv)", "x.permute(0, 2, 3, 1).reshape(B, T, H * Kv)")],
+    (4, "mask read as True = masked"): [("s.masked_fill(~mask, -1e9)", "s.masked_fill(mask, -1e9)")],
+    (4, "dropout on in eval mode"): [("w = self.drop(s.softmax(-1))",
+                                      "w = torch.nn.functional.dropout(s.softmax(-1), self.drop.p)"),
+                                     ("import math\n", "import math\nimport torch\n")],
+    (6, "positions counted from 1"): [("torch.arange(length, dtype=dtype, device=device)",
+                                       "torch.arange(1, length + 1, dtype=dtype, device=device)")],
+    (6, "offset ignored"): [("self.table[offset : offset + x.size(1)]", "self.table[: x.size(1)]")],
+    (6, "dropout on the table only"): [("return self.dropout(x + pe.to(x.dtype))", "return x + self.dropout(pe.to(x.dtype))")],
+    (7, "ReLU moved after W_2"): [("self.w_2(self.dropout(torch.relu(self.w_1(x))))",
+                                   "torch.relu(self.w_2(self.dropout(self.w_1(x))))")],
+    (7, "dropout on in eval mode"): [("self.w_2(self.dropout(torch.relu(self.w_1(x))))",
+                                      "self.w_2(torch.nn.functional.dropout(torch.relu(self.w_1(x)), self.dropout.p))")],
+    (8, "LayerNorm on the sub-layer's output"): [(
+        "        y = x + self.dropout(sublayer_output)\n        return y if self.norm_first else norm(y)\n",
+        "        if self.norm_first:\n            return x + self.dropout(sublayer_output)\n"
+        "        return x + norm(self.dropout(sublayer_output))\n")],
+    (9, "feed-forward residual missing"): [
+        ("return self.norm2(x + self.dropout(self.feed_forward(x)))", "return self.norm2(self.dropout(self.feed_forward(x)))"),
+        ("return x + self.dropout(self.feed_forward(self.norm2(x)))", "return self.dropout(self.feed_forward(self.norm2(x)))")],
+    (9, "pre-LN without a final LayerNorm"): [("return x if self.norm is None else self.norm(x)", "return x")],
+    (9, "every layer reads the stack's input"): [(
+        "        for layer in self.layers:\n            x = layer(x, src_mask)\n"
+        "        return x if self.norm is None else self.norm(x)\n",
+        "        out = x\n        for layer in self.layers:\n            out = layer(x, src_mask)\n"
+        "        return out if self.norm is None else self.norm(out)\n")],
+    (9, "src_mask not passed to the layers"): [("x = layer(x, src_mask)", "x = layer(x)")],
+    (10, "feed-forward residual missing"): [(
+        "        return self._sub(x, self.norm3, self.feed_forward)\n",
+        "        h = self.norm3(x) if self.norm_first else x\n        out = self.dropout(self.feed_forward(h))\n"
+        "        return out if self.norm_first else self.norm3(out)\n")],
+    (10, "cross-attention queries from the memory"): [("self.cross_attn(h, memory, memory,", "self.cross_attn(memory, h, h,")],
+    (10, "self-attention reads the memory"): [("self.self_attn(h, h, h,", "self.self_attn(h, memory, memory,")],
+    (11, "step and warmup_steps swapped"): [("step * warmup_steps ** -1.5", "warmup_steps * step ** -1.5")],
+    (11, "first update at step 0"): [("self.rate(self.last_epoch + 1)", "self.rate(self.last_epoch)")],
+    (11, "base learning rate ignored"): [("[base * self.rate(self.last_epoch + 1) for base in self.base_lrs]",
+                                          "[self.rate(self.last_epoch + 1) for base in self.base_lrs]")],
+    (12, "no log_softmax"): [("logp = logits.log_softmax(-1)", "logp = logits")],
+    (12, "padding counted in the smoothing term"): [(
+        "        loss = -(q * logp).sum(-1)\n        keep = target != self.ignore_index\n        return loss[keep].mean()\n",
+        "        nll = torch.nn.functional.nll_loss(logp.flatten(0, 1), target.flatten(), ignore_index=self.ignore_index)\n"
+        "        return (1 - self.smoothing) * nll + self.smoothing * (-logp.mean(-1)).mean()\n")],
+    (13, "appended along the features"): [("dim=-2)", "dim=-1)", ALL)],
+    (13, "last token only, without the cache"): [("inp = out[:, -1:] if use_cache else out", "inp = out[:, -1:]")],
+    (13, "squeeze drops the batch axis"): [("        nxt[done] = model.config.pad_id\n",
+                                            "        nxt[done] = model.config.pad_id\n        nxt = nxt.squeeze()\n")],
+    (14, "stops at the first k finished"): [(
+        "done[b] = last or _no_better(finished[b], k, top[b], tok[b], eos_id, step, length_penalty)",
+        "done[b] = last or len(finished[b]) >= k")],
+    (14, "length penalty counts BOS"): [("gnmt_length_penalty(step, alpha)", "gnmt_length_penalty(step + 1, alpha)", ALL)],
+    # issue 32: rotary positions and grouped-query attention
+    (15, "pairs interleaved"): [("torch.cat((angle, angle), dim=-1)", "angle.repeat_interleave(2, dim=-1)"),
+                                ("    a, b = x.chunk(2, dim=-1)\n    return torch.cat((-b, a), dim=-1)\n",
+                                 "    return torch.stack((-x[..., 1::2], x[..., 0::2]), dim=-1).flatten(-2)\n")],
+    (15, "angle table interleaved"): [("torch.cat((angle, angle), dim=-1)", "angle.repeat_interleave(2, dim=-1)")],
+    (15, "rotated the other way"): [("+ rotate_half(x) * angle.sin()", "- rotate_half(x) * angle.sin()")],
+    (15, "offset ignored"): [("torch.arange(offset, offset + x.size(-2),", "torch.arange(x.size(-2),")],
+    (15, "positions counted from 1"): [("torch.arange(offset, offset + x.size(-2),",
+                                        "torch.arange(offset + 1, offset + x.size(-2) + 1,")],
+    (15, "exponent i/d"): [("torch.arange(0, head_dim, 2).float()", "torch.arange(head_dim // 2).float()")],
+    (15, "only q rotated"): [("return self.turn(q, offset), self.turn(k, offset)", "return self.turn(q, offset), k")],
+    (15, "values rotated too"): [("        q, k = self.rotary(q, k, offset)\n",
+                                  "        q, k = self.rotary(q, k, offset)\n        v, _ = self.rotary(v, v, offset)\n")],
+    (15, "offset not passed"): [("self.rotary(q, k, offset)", "self.rotary(q, k)")],
+    (15, "keys used unrotated"): [("q, k = self.rotary(q, k, offset)", "q, _ = self.rotary(q, k, offset)")],
+    (15, "rotated before the split into heads"): [
+        ("self.rotary = RotaryEmbedding(self.d_k)", "self.rotary = RotaryEmbedding(d_model)"),
+        ("        q = self.split_heads(self.w_q(query), self.d_k)\n        k = self.split_heads(self.w_k(key), self.d_k)\n",
+         "        q, k = self.rotary(self.w_q(query), self.w_k(key), offset)\n"
+         "        q, k = self.split_heads(q, self.d_k), self.split_heads(k, self.d_k)\n"),
+        ("        q, k = self.rotary(q, k, offset)\n", "")],
+    (15, "positions on the heads axis"): [
+        ("        q = self.split_heads(self.w_q(query), self.d_k)\n        k = self.split_heads(self.w_k(key), self.d_k)\n",
+         "        q = self.w_q(query).view(query.size(0), -1, self.num_heads, self.d_k)\n"
+         "        k = self.w_k(key).view(key.size(0), -1, self.num_heads, self.d_k)\n"),
+        ("        q, k = self.rotary(q, k, offset)\n",
+         "        q, k = self.rotary(q, k, offset)\n        q, k = q.transpose(1, 2), k.transpose(1, 2)\n")],
+    (15, "input rotated instead of q and k"): [
+        ("self.rotary = RotaryEmbedding(self.d_k)", "self.rotary = RotaryEmbedding(d_model)"),
+        ("        q, k = self.rotary(q, k, offset)\n", ""),
+        ("        offset = 0 if cache is None else cache.length\n",
+         "        offset = 0 if cache is None else cache.length\n        query, key = self.rotary(query, key, offset)\n")],
+    (16, "key/value heads tiled"): [("repeat_interleave(self.h // self.g, dim=1)", "repeat(1, self.h // self.g, 1, 1)", ALL)],
+    (16, "cache holds the copies"): [
+        ("        k = k.repeat_interleave(self.h // self.g, dim=1)\n        v = v.repeat_interleave(self.h // self.g, dim=1)\n", ""),
+        ("            v = self.split_heads(self.w_v(value), self.g, self.d_v)\n",
+         "            v = self.split_heads(self.w_v(value), self.g, self.d_v)\n"
+         "            k = k.repeat_interleave(self.h // self.g, dim=1)\n"
+         "            v = v.repeat_interleave(self.h // self.g, dim=1)\n")],
+    (16, "num_kv_heads ignored"): [("num_kv_heads * self.d_k", "num_heads * self.d_k"),
+                                   ("num_kv_heads * self.d_v", "num_heads * self.d_v"),
+                                   ("self.h, self.g = num_heads, num_kv_heads", "self.h, self.g = num_heads, num_heads")],
+    (16, "query heads grouped by num_kv_heads"): [
+        ("        k = k.repeat_interleave(self.h // self.g, dim=1)\n        v = v.repeat_interleave(self.h // self.g, dim=1)\n",
+         "        group = torch.arange(self.h) // self.g\n        k, v = k[:, group], v[:, group]\n")],
+    (16, "keys projected to d_model"): [("nn.Linear(d_model, num_kv_heads * self.d_k, bias=bias)",
+                                         "nn.Linear(d_model, d_model, bias=bias)"),
+                                        ("k = self.split_heads(self.w_k(key), self.g, self.d_k)",
+                                         "k = self.split_heads(self.w_k(key), self.g, -1)")],
 }
 
 

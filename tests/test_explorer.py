@@ -15,6 +15,8 @@ import transformer_lab as tl
 from transformer_lab.teaching import explorer
 from transformer_lab.teaching.style import PALETTE
 
+from extras import needs
+
 pytest.importorskip("onnxruntime")
 WORDS = "the cat dog sat ran on mat rug".split()
 
@@ -69,6 +71,7 @@ def test_packed_is_gzip_then_base64():
     assert gzip.decompress(base64.b64decode(explorer.packed(data))) == data
 
 
+@needs("IPython")
 def test_the_html_embeds_runtime_models_vocabularies_and_the_still(task):
     page = explorer.explorer_html([task], kind="cross", layer=-1, head=2).data
     data = json.loads(html.unescape(re.search(r'class="tlx-data"[^>]*>(.*?)</script>', page).group(1)).replace("<\\/", "</"))
@@ -85,6 +88,7 @@ def test_the_html_embeds_runtime_models_vocabularies_and_the_still(task):
     assert page.count("<script") == 5
 
 
+@needs("IPython")
 def test_the_payload_is_marked_to_go_after_the_body_and_keyed_to_its_explorer(task):
     page = explorer.explorer_html([task]).data
     key = re.match(r'<div class="tl-explorer" data-tlx-key="([0-9a-f]{12})">', page).group(1)
@@ -96,6 +100,7 @@ def test_the_payload_is_marked_to_go_after_the_body_and_keyed_to_its_explorer(ta
     assert f'data-tlx-key="{key}"' not in explorer.explorer_html([task], head=1).data
 
 
+@needs("IPython")
 def test_bad_arguments_are_named(task):
     with pytest.raises(TypeError, match="tasks must be a non-empty list of ExplorerTask"):
         explorer.explorer_html([])

@@ -185,3 +185,32 @@ def test_a_bad_mask_is_named_on_the_recording_path_too():
             mha(x, x, x, mask=torch.ones(T, T))
         with pytest.raises(ValueError, match=r"mask of shape \(5, 4\) does not broadcast"):
             mha(x, x, x, mask=torch.ones(T, 4, dtype=torch.bool))
+
+
+@pytest.mark.parametrize("kind", ["self", "cross"])
+def test_on_the_cpu_outputs_and_gradients_are_bit_for_bit_those_of_three_separate_products(kind):
+    """The fast paths (stacked projections on an accelerator, the prepared float mask)
+    leave the CPU's float32 numbers exactly as a plain implementation gives them: the
+    deck's trained models do not move."""
+    mha = randomise_biases(tl.MultiHeadAttention(D, H, dropout=0.0))
+    x = torch.randn(B, T, D, requires_grad=True)
+    memory = x if kind == "self" else torch.randn(B, S, D, requires_grad=True)
+    keep = torch.ones(B, 1, T, memory.size(1), dtype=torch.bool)
+    keep[1, ..., -2:] = False
+    mask = keep & tl.causal_mask(T) if kind == "self" else keep
+    out = mha(x, memory, memory, mask=mask)
+    out.backward(torch.ones_like(out))
+    ours = [out, x.grad, *(p.grad for p in mha.parameters())]
+
+    x.grad = None
+    if memory is not x:
+        memory.grad = None
+    mha.zero_grad(set_to_none=True)
+    q = mha.split_heads(mha.w_q(x), D // H)
+    k = mha.split_heads(mha.w_k(memory), D // H)
+    v = mha.split_heads(mha.w_v(memory), D // H)
+    heads = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    plain = mha.w_o(mha.merge_heads(heads))
+    plain.backward(torch.ones_like(plain))
+    for got, want in zip(ours, [plain, x.grad, *(p.grad for p in mha.parameters())]):
+        assert torch.equal(got, want)

@@ -54,10 +54,11 @@ def test_ctrl_c_stops_after_the_step_and_keeps_a_checkpoint(tmp_path, monkeypatc
         return tl.train_step(*args, **kwargs)
 
     monkeypatch.setattr(run_module, "train_step", step_then_interrupt)
+    before = signal.getsignal(signal.SIGINT)   # default_int_handler, or SIG_IGN under nohup / a background job
     summary = fit(fit_config(tmp_path, task="copy", steps=50))
     assert summary["interrupted"] and summary["step"] == 3
     assert tl.load_checkpoint(tmp_path)["step"] == 3
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    assert signal.getsignal(signal.SIGINT) is before   # put back as it was
 
 
 def test_existing_checkpoints_are_never_overwritten(tmp_path):

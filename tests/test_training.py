@@ -154,6 +154,39 @@ def test_evaluation_reports_accuracy_exact_match_and_bleu():
     assert 0 <= metrics["exact_match"] <= 1 and 0 <= metrics["token_accuracy"] <= 1
 
 
+def test_evaluation_runs_the_model_in_eval_mode_and_restores_its_mode():
+    # Dropout is for training (Section 5.4): evaluating a model left in training mode must
+    # drop nothing (two evaluations agree) and hand the model back in training mode.
+    loaders, model = copy_setup(dropout=0.5)
+    batches = list(loaders.validation)[:1]
+    model.train()
+    first = tl.evaluate(model, batches, loaders.tgt_vocab, max_examples=4, extra_length=2)
+    assert model.training and all(m.training for m in model.modules())
+    second = tl.evaluate(model, batches, loaders.tgt_vocab, max_examples=4, extra_length=2)
+    assert (first["loss"], first["samples"]) == (second["loss"], second["samples"])
+    model.train(False)  # evaluation mode set by hand: what evaluate must do itself
+    third = tl.evaluate(model, batches, loaders.tgt_vocab, max_examples=4, extra_length=2)
+    assert (first["loss"], first["samples"]) == (third["loss"], third["samples"])
+
+
+def test_no_position_reads_the_target_token_it_is_scored_on():
+    # Section 3.1: the output embeddings "are offset by one position", so the prediction for
+    # position t reads the targets before t only. Two targets that differ in their fourth
+    # token give the same logits up to the position scored on it; only later positions read it.
+    vocab = tl.Vocabulary("abcde", tokenize="char")
+    examples = tl.TranslationDataset([("abcd", "abcd"), ("abcd", "abce")], vocab, vocab)
+    config = tl.TransformerConfig(len(vocab), len(vocab), d_model=12, num_heads=3, d_ff=20, num_layers=1,
+                                  dropout=0.0)
+    model = tl.Transformer(config).eval()
+    logits = []
+    model.register_forward_hook(lambda module, inputs, output: logits.append(output.detach()))
+    for i in (0, 1):
+        tl.batch_loss_sum(model, tl.collate([examples[i]]), tl.LabelSmoothingLoss(0.0))
+    first, second = logits  # (1, T, V); position 3 is scored on "d" or "e"
+    torch.testing.assert_close(first[:, :4], second[:, :4])
+    assert not torch.allclose(first[:, 4:], second[:, 4:])
+
+
 def test_corpus_bleu_is_100_for_identical_text_and_scores_characters():
     assert tl.corpus_bleu(["2026-11-22", "1999-01-05"], ["2026-11-22", "1999-01-05"], char_level=True) == pytest.approx(100.0)
     assert tl.corpus_bleu(["2026-11-21"], ["2026-11-22"], char_level=True) < 100.0

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from . import (__version__, browser, execute, files, libs, markdown, mathmethod, pandoc,
-               partials, resources, schema, source, strict, theme)
+from . import (__version__, brand, browser, execute, extensions, files, libs, markdown,
+               mathmethod, pandoc, partials, resources, schema, source, strict, theme)
 from .errors import DeckWarning
 from .options import Project, find_project_root, load_project, resolve_options
 
@@ -116,9 +116,41 @@ def _read(job: Job) -> tuple[source.Document, dict, list[Path]]:
     if opts["slide-level"] != 2:
         doc = source.parse(job.path, job.root, opts["slide-level"])
     images = source.check_resources(doc) + source.option_resources(str(opts.get("footer") or ""), doc)
-    doc.warnings += warnings + strict.check_crossrefs(doc)
+    doc.warnings += warnings + strict.check_crossrefs(doc) + _missing_logo(opts, job.path)
+    _lua_plan(job, opts)     # an extension named in filters: that is not there stops here
+    doc.warnings += _brand_logo(job, opts)
     job.progress.step("read", t, f"{len(doc.cells)} cells")
     return doc, opts, images
+
+
+def _brand(job: Job, opts) -> brand.Brand | None:
+    return brand.find(opts, job.path, job.root if job.project else None)
+
+
+def _brand_logo(job: Job, opts) -> list[DeckWarning]:
+    """A deck without ``logo:`` shows its brand's logo, as Quarto's revealjs does."""
+    found = _brand(job, opts)
+    logo = found.logo(str(getattr(opts, "quarto_version", "current"))) if found else None
+    if opts.get("logo") or logo is None:
+        return []
+    path, _alt = logo
+    if libs.is_remote(path) or Path(path).is_file():
+        opts["logo"] = path
+        return []
+    return [DeckWarning(f"the brand's logo {path} is not there: the deck shows no logo "
+                        "(Quarto links it and the page shows a broken image)", found.file)]
+
+
+def _missing_logo(opts, doc_path: Path) -> list[DeckWarning]:
+    """A logo file that does not exist: Quarto links it as written (the page shows a broken
+    image), so the build goes on with a warning naming where it was set."""
+    logo = opts.get("logo")
+    if not logo or libs.is_remote(logo) or Path(logo).is_absolute():
+        return []
+    file, line = opts.origin("logo")
+    return [DeckWarning(f"logo file not found: {logo}; the deck links it as written, as Quarto "
+                        "does (the page shows no logo until the file is there)",
+                        file or doc_path, line)]
 
 
 def _cell_timeout(job: Job) -> float | None:
@@ -136,6 +168,7 @@ def _execute(job: Job, doc: source.Document, opts: dict) -> list[list]:
     kernel = execute.KernelSettings(
         python_path=tuple(project.python_path) if project else (),
         cache_sources=tuple(project.cache_sources) if project else (),
+        cache_env=tuple(project.cache_env) if project else (),
         quarto_version=getattr(opts, "quarto_version", "current"),
         cell_timeout=_cell_timeout(job), jobs=job.settings.jobs,
         run_alone=tuple(project.run_alone) if project else ())
@@ -149,12 +182,23 @@ def _execute(job: Job, doc: source.Document, opts: dict) -> list[list]:
     return outputs
 
 
+def _brand_layer(job: Job, opts) -> dict | None:
+    found = _brand(job, opts)
+    return theme.brand_pieces(found.sass(), found.file) if found else None
+
+
+def _lua_plan(job: Job, opts: dict) -> extensions.LuaPlan:
+    """The extensions' filters, shortcodes and plugins the document runs."""
+    return extensions.lua_plan(opts, job.path, job.root if job.project else None)
+
+
 def _fingerprint(job: Job, md: Path, css: Path, opts: dict, images: list[Path],
                  node_modules: Path) -> str:
     """Everything the HTML and PDF are made from; equal fingerprints mean nothing to redo."""
     h = hashlib.sha256()
     h.update(f"{__version__}|{job.settings.html_only}|{_wants_handout(job)}|"
-             f"{json.dumps(opts, sort_keys=True, default=str)}".encode())
+             f"{json.dumps(opts, sort_keys=True, default=str)}|"
+             f"{','.join(getattr(opts, 'profiles', ()))}".encode())
     h.update(md.read_bytes() + pandoc.init_script(opts).encode())
     _hash_files(h, [css, resources.TEMPLATE, resources.FILTERS, partials.PARTIALS,
                     *partials.user_partials(opts), *images,
@@ -164,6 +208,8 @@ def _fingerprint(job: Job, md: Path, css: Path, opts: dict, images: list[Path],
                     node_modules / theme.FONT_PACKAGE / "package.json", pandoc.HIGHLIGHT_THEME])
     if opts.get("logo"):
         _hash_files(h, [opts["logo"]])
+    lua = _lua_plan(job, opts)
+    _hash_files(h, [*lua.folders, *lua.shortcodes, *lua.pre, *lua.post])
     return h.hexdigest()
 
 
@@ -205,8 +251,11 @@ def _write_outputs(job: Job, md: Path, layout: libs.Layout, opts: dict, html: Pa
     try:
         t = time.perf_counter()
         failed = pandoc.run_pandoc(md, tmp_html, layout, opts, job.path.parent, md.parent,
-                                   job.md_origins, _project_offset(job), warnings)
+                                   job.md_origins, _project_offset(job), warnings,
+                                   _lua_plan(job, opts), job.path, job.root)
         job.progress.step("pandoc", t, f"{tmp_html.stat().st_size / 1e6:.1f} MB")
+        if not layout.embed:     # files named only in the output (by a filter) go beside it
+            libs.copy_page_files(tmp_html.read_text(encoding="utf-8"), html, job.path.parent)
         # a linked deck's files go in place first: the PDF is printed from them
         with libs.swap_in(layout, html):
             if not job.settings.html_only:
@@ -298,9 +347,13 @@ def _build(job: Job, doc: source.Document, opts: dict, images: list[Path], html:
         opts["theme"], node_modules, job.cache_root / "theme",
         lambda bad: emit(f"  compiled theme {job.shown(bad)} is damaged (its content does not "
                          "match the checksum in its name); compiling the theme again"),
-        doc.warnings, opts, getattr(opts, "quarto_version", "current"))
+        doc.warnings, opts, getattr(opts, "quarto_version", "current"), _brand_layer(job, opts))
     job.progress.step("theme", t, "cached" if cached else "compiled")
-    doc.warnings += strict.check_classes(doc, css.read_text(encoding="utf-8"))
+    # classes the theme or an extension's stylesheets style are implemented
+    lua = _lua_plan(job, opts)
+    ext_css = [p.read_text(encoding="utf-8", errors="replace") for folder in lua.folders
+               for p in sorted(folder.rglob("*.css"))]
+    doc.warnings += strict.check_classes(doc, "\n".join([css.read_text(encoding="utf-8"), *ext_css]))
     _emit_warnings(emit, doc.warnings)
 
     fingerprint = _fingerprint(job, md, css, opts, images, node_modules)

@@ -8,9 +8,12 @@ import sys
 import time
 from pathlib import Path
 
-from . import findings, kernel
+from . import findings, kernel, project_files
 from .build import BuildSettings, build_document, output_paths
-from .errors import DeckError
+import os
+
+from .errors import DeckError, DeckWarning
+from .options import PROFILE_ENV
 from .options import find_project_root, load_project
 
 
@@ -19,7 +22,8 @@ def emit(text: str, end: str = "\n") -> None:
 
 
 def _targets(paths: list[str]) -> list[tuple[Path, object]]:
-    """(document, project) pairs: a .qmd file, or every document of a project directory."""
+    """(document, project) pairs: a .qmd (or .md) file, or every document of a project
+    directory."""
     if not paths:
         paths = ["."]
     out = []
@@ -30,14 +34,25 @@ def _targets(paths: list[str]) -> list[tuple[Path, object]]:
             if root is None:
                 raise DeckError("no _quarto.yml here or above; name a .qmd file instead", path)
             project = load_project(root)
+            if (error := project.missing_render_error()) is not None:
+                raise error
             out += [(doc, project) for doc in project.render]
-        elif path.suffix == ".qmd":
+        elif path.suffix in project_files.DOCUMENT_SUFFIXES:
             if not path.exists():
                 raise DeckError("document not found", path)
             root = find_project_root(path)
-            out.append((path, load_project(root) if root else None))
+            project = load_project(root) if root else None
+            if project is not None:
+                for entry, line in project.missing_render:
+                    # Quarto renders the file asked for and says what the list lacks
+                    looked = project.root / entry.lstrip("/")
+                    warning = DeckWarning(f"file listed under project: render not found: {entry} "
+                                          f"(looked for {looked}); rendering {path.name}, as "
+                                          "Quarto does", project.config.file, line)
+                    emit(f"  {warning}")
+            out.append((path, project))
         else:
-            raise DeckError("expected a .qmd file or a project directory", path)
+            raise DeckError("expected a .qmd or .md file or a project directory", path)
     return out
 
 
@@ -130,6 +145,12 @@ def _render_arguments(render: argparse.ArgumentParser) -> None:
                         help="chapters run at once, each in its own kernel (default: one per core)")
 
 
+def _profile_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--profile", default=None, metavar="NAME[,NAME]",
+                        help="Quarto profiles to activate (_quarto-NAME.yml, when-profile; "
+                             "default: $QUARTO_PROFILE, else the project's profile: default:)")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m deckbuild",
@@ -139,12 +160,14 @@ def main(argv: list[str] | None = None) -> int:
     render = sub.add_parser("render", help="build HTML and PDF (the default command)")
     render.add_argument("paths", nargs="*", help=".qmd files or a project directory (default: .)")
     _render_arguments(render)
+    _profile_argument(render)
     preview = sub.add_parser("preview", help="serve on localhost and rebuild on change")
     preview.add_argument("paths", nargs="*", help=".qmd file or project directory (default: .)")
     preview.add_argument("--port", type=int, default=4848, help="port on 127.0.0.1 (default 4848)")
     preview.add_argument("--no-browser", action="store_true", help="do not open a browser")
     preview.add_argument("--no-cache", action="store_true", help="re-execute every cell")
     _timeout_argument(preview)
+    _profile_argument(preview)
     check = sub.add_parser("check", help="check built decks in Chromium, save slide screenshots")
     check.add_argument("paths", nargs="*", help=".qmd files or a project directory (default: .)")
     parser.epilog = ("examples:  python -m deckbuild render            # the whole project\n"
@@ -156,6 +179,8 @@ def main(argv: list[str] | None = None) -> int:
     if not argv or argv[0] not in ("render", "preview", "check", "-h", "--help"):
         argv.insert(0, "render")
     args = parser.parse_args(argv)
+    if getattr(args, "profile", None):
+        os.environ[PROFILE_ENV] = args.profile     # as quarto render --profile does
     # Ctrl-C and SIGTERM kill the kernel first, then unwind; installed even when the
     # process started with SIGINT ignored (as a background job does)
     signal.signal(signal.SIGINT, kernel.interrupt_handler)

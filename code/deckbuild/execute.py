@@ -342,6 +342,7 @@ def execute(doc: Document, doc_opts: dict, cache_dir, use_cache: bool,
     effs = [effective_cell_options(c, doc_opts) for c in cells]
     code = setup_code(doc_opts, settings.quarto_version)
     context = {"setup": code, "sources": source_hash(settings.cache_sources),
+               "env": {name: os.environ.get(name) for name in settings.cache_env},
                "quarto": settings.quarto_version, "document": doc.path.name,
                "python_path": [str(p) for p in settings.python_path]}
     units = units_of(doc)

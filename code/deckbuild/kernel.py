@@ -30,6 +30,7 @@ class KernelSettings:
 
     python_path: tuple[Path, ...] = ()     # prepended to the kernel's PYTHONPATH
     cache_sources: tuple[Path, ...] = ()   # folders whose files are part of the key
+    cache_env: tuple[str, ...] = ()        # environment variables whose values are part of the key
     quarto_version: str = "current"        # whose setup cell the kernel runs first
     cell_timeout: float | None = None      # seconds a cell may run (None: no limit)
     jobs: int | None = None                # kernels at once (None: one per core)
@@ -111,7 +112,11 @@ class Kernel:
                                      resources={"metadata": {"path": str(self.cwd)}},
                                      log=_QUIET_LOG)
         try:
-            await self.km.start_kernel(cwd=str(self.cwd), env=kernel_env(self.settings))
+            # No IPython history: the builds' kernels would share one SQLite file, and two
+            # renders at once made a kernel print "The history saving thread hit an unexpected
+            # error (OperationalError: database is locked)" into a slide's output.
+            await self.km.start_kernel(cwd=str(self.cwd), env=kernel_env(self.settings),
+                                       extra_arguments=["--HistoryManager.enabled=False"])
             self.pid = getattr(self.km.provisioner, "pid", None)
             _KERNEL_PIDS.add(self.pid)
             await self.client.async_start_new_kernel_client()

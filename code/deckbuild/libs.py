@@ -18,6 +18,7 @@ import contextlib
 import os
 import re
 import shutil
+import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
@@ -83,6 +84,15 @@ def _theme_css(css: Path, dest: Path) -> None:
     dest.write_text(CSS_URL_RE.sub(local, text), encoding="utf-8")
 
 
+def copy_resource(src: Path, dest: Path) -> None:
+    """A file a page loads, copied to ``dest``; a stylesheet with the local files its
+    ``url()``s name (fonts) copied into ``assets/`` beside it, as :func:`_theme_css`."""
+    if src.suffix.lower() == ".css":
+        _theme_css(src, dest)
+    else:
+        _copy(src, dest)
+
+
 def _libraries(libs: Path, css: Path, node_modules: Path, work_files: Path, math: str) -> None:
     """reveal.js (and its math plugin for MathJax), the theme, KaTeX (for katex) and the
     cells' figures, into the partial folder."""
@@ -134,19 +144,44 @@ def linked(css: Path, opts: dict, node_modules: Path, place: Place, deck_files: 
     layout = Layout(False, f"{prefix}/revealjs", f"{prefix}/katex/",
                     [f"{prefix}/revealjs/dist/theme/quarto.css"], files_dir=partial)
     for path in [*(opts.get("css") or []), *deck_files]:
+        if is_remote(str(path)):       # a remote stylesheet stays a link
+            layout.css.append(str(path))
+            continue
         link, dest = _link(place, Path(path))
         if dest is not None:
             _copy(Path(path), dest)
         if str(path) in (opts.get("css") or []):
             layout.css.append(link)
     logo = opts.get("logo")
-    if logo and not is_remote(logo):
+    if logo and not is_remote(logo) and Path(logo).is_absolute():   # missing: linked as written
         link, dest = _link(place, Path(logo))
         if dest is not None:
             _copy(Path(logo), dest)
         logo = link
     layout.logo = logo
     return layout
+
+
+# the addresses of files a page loads: src, data-src (reveal.js's lazy loading), poster,
+# data-background-image / -video, and stylesheet links
+PAGE_REF_RE = re.compile(r"""\b(?:src|data-src|poster|data-background-image|data-background-video|href)\s*=\s*["']([^"'#?]+)""")
+
+
+def copy_page_files(html: str, html_path: Path, doc_dir: Path) -> list[Path]:
+    """The local files a linked page names that are not beside it yet, copied from the
+    document's folder to the same place beside the page, as Quarto copies the resources it
+    finds in its output (an extension filter's image: reveal-header's logo). Returns them."""
+    copied = []
+    for ref in dict.fromkeys(PAGE_REF_RE.findall(html)):
+        if is_remote(ref) or re.match(r"^[a-z][a-z0-9+.-]*:", ref, re.I) or ref.startswith("/"):
+            continue
+        rel = urllib.parse.unquote(ref)
+        src, dest = (doc_dir / rel).resolve(), (html_path.parent / rel).resolve()
+        if src == dest or dest.exists() or not src.is_file() or not src.is_relative_to(doc_dir.resolve()):
+            continue
+        _copy(src, dest)
+        copied.append(dest)
+    return copied
 
 
 @contextlib.contextmanager

@@ -15,10 +15,15 @@ from pathlib import Path
 
 import yaml
 
-from . import partials, titleblock
+from . import partials, schema, titleblock
 from .cells import coalesce_streams, effective_cell_options, output_text, strip_ansi
 from .errors import DeckWarning
 from .source import Cell, Document, Markdown
+
+
+# options that are not the document's metadata for pandoc (the pipeline reads them)
+PASSED_OTHERWISE = frozenset({"format", "execute", "jupyter", "engine", "knitr", "project",
+                              schema.DECKBUILD_NAMESPACE})
 
 
 def _fence_for(text: str, minimum: int = 3) -> str:
@@ -184,6 +189,11 @@ def write_markdown(doc: Document, outputs: list[list], doc_opts: dict, work_dir:
     # the title slide's metadata, as Quarto normalises it (authors, date, toc-title)
     meta = titleblock.pandoc_meta(doc_opts, doc.path, doc.warnings,
                                   tuple(sorted(partials.variables(doc_opts))))
+    # the other metadata the document sets goes to pandoc too, as Quarto passes it: the
+    # Lua filters and shortcodes of extensions read it (reveal-header's `header:`)
+    meta.update({key: value for key, value in doc_opts.items()
+                 if key not in meta and key not in schema.DOCUMENT_OPTIONS
+                 and key not in PASSED_OTHERWISE})
     chunks = ["---\n" + yaml.safe_dump(meta, allow_unicode=True, sort_keys=False) + "---"]
     where: list[tuple[Path, int]] = [(doc.path, 1)] * (chunks[0].count("\n") + 1)
     cell_iter = iter(outputs)

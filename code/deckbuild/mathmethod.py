@@ -21,8 +21,17 @@ from dataclasses import dataclass
 
 from .errors import DeckError, DeckWarning
 
-# Quarto's MathJax for revealjs (MathJax 2, loaded by reveal.js's math plugin)
+# Quarto's MathJax for revealjs when html-math-method is unset (MathJax 2, loaded by
+# reveal.js's math plugin): the newest, and the older releases' (quarto-cli's
+# src/format/reveal/format-reveal.ts: 2.7.9 from 1.6.14, on jsDelivr from 1.8.18)
 QUARTO_MATHJAX_URL = "https://cdn.jsdelivr.net/npm/mathjax@2.7.9/MathJax.js?config=TeX-AMS_HTML-full"
+QUARTO_MATHJAX_URLS = (
+    ((1, 6, 14), "https://cdnjs.cloudflare.com/ajax/libs/mathjax/2.7.0/MathJax.js?config=TeX-AMS_HTML-full"),
+    ((1, 8, 18), "https://cdnjs.cloudflare.com/ajax/libs/mathjax/2.7.9/MathJax.js?config=TeX-AMS_HTML-full"),
+)
+# `html-math-method: mathjax` written out replaces Quarto's default (its method and url), so
+# pandoc's own MathJax address is used: MathJax 3 (pandoc's --mathjax without a url)
+PANDOC_MATHJAX_URL = "https://cdn.jsdelivr.net/npm/mathjax@3/es5/tex-chtml-full.js"
 # what pandoc writes around the maths it leaves for a script (katex, mathjax) or renders
 MATH_HTML_RE = re.compile(r'<span class="math (?:inline|display)"|<math[ >]|<img[^>]*class="math ')
 
@@ -32,10 +41,26 @@ class MathMethod:
     method: str
     url: str | None = None      # the url given with it, if any
     explicit: bool = True       # False: unset in the sources, Quarto's default
+    quarto_version: str = "current"
 
     @property
     def mathjax_url(self) -> str:
-        return self.url or QUARTO_MATHJAX_URL
+        if self.url:
+            return self.url
+        if self.explicit:
+            return PANDOC_MATHJAX_URL
+        return default_mathjax_url(self.quarto_version)
+
+
+def default_mathjax_url(quarto_version: str) -> str:
+    """Quarto's MathJax address for a deck that does not set html-math-method, as the
+    release ``quarto_version`` ("current": the newest) wrote it."""
+    if quarto_version != "current":
+        version = tuple(int(x) for x in quarto_version.split("."))
+        for first_newer, url in QUARTO_MATHJAX_URLS:
+            if version < first_newer:
+                return url
+    return QUARTO_MATHJAX_URL
 
 
 def _where(opts, key: str, doc_path) -> tuple:
@@ -46,11 +71,12 @@ def _where(opts, key: str, doc_path) -> tuple:
 
 def math_method(opts: dict) -> MathMethod:
     value = opts.get("html-math-method")
+    version = str(getattr(opts, "quarto_version", "current"))
     if value is None:
-        return MathMethod("mathjax", explicit=False)
+        return MathMethod("mathjax", explicit=False, quarto_version=version)
     if isinstance(value, dict):
-        return MathMethod(value["method"], value.get("url"))
-    return MathMethod(value)
+        return MathMethod(value["method"], value.get("url"), quarto_version=version)
+    return MathMethod(value, quarto_version=version)
 
 
 def check(opts, doc_path) -> list[DeckWarning]:

@@ -19,7 +19,7 @@ from typing import Any
 
 import yaml
 
-from . import project_files, schema
+from . import extensions, project_files, schema
 from .errors import DeckError
 from .files import read_source
 
@@ -100,6 +100,8 @@ class Options(dict):
         self.origins: dict[str, tuple[Path, int]] = {}
         self.other_formats: list[tuple[str, Path, int]] = []
         self.quarto_version = "current"
+        self.extension = None        # the format extension (extensions.Extension), if any
+        self.profiles: list[str] = []   # the active Quarto profiles (when-profile)
 
     def origin(self, key: str) -> tuple[Path | None, int | None]:
         return self.origins.get(key, (None, None))
@@ -124,36 +126,89 @@ def _canonical(data: dict, spelled: dict) -> dict:
     return out
 
 
-def _as_format(src: Source, spelled: dict | None = None) -> tuple[dict, list[str]]:
-    """One level's options for revealjs (top-level keys, then `format: revealjs:` over
-    them) and the names of the other formats the level lists. ``spelled``: see
-    ``_canonical``."""
+GROUPS = ("pandoc", "render", "metadata")
+
+
+def _is_reveal_format(name) -> bool:
+    """revealjs, or a format extension's revealjs format (``clean-revealjs``)."""
+    return isinstance(name, str) and (name == "revealjs" or name.endswith(extensions.FORMAT_SUFFIX))
+
+
+def _as_format(src: Source, spelled: dict | None = None,
+               found: list | None = None) -> tuple[dict, list[str]]:
+    """One level's options for revealjs (top-level keys, then `format: revealjs:` or a
+    format extension's `format: <name>-revealjs:` over them) and the names of the other
+    formats the level lists. ``spelled``: see ``_canonical``; ``found`` receives the format
+    extension's name the level asks for, with the level."""
     spelled = {} if spelled is None else spelled
     data = _canonical(dict(src.data), spelled)
     fmt = data.pop("format", None)
+    if isinstance(fmt, str) and fmt.endswith(extensions.FORMAT_SUFFIX):
+        fmt = {fmt: {}}
+    if isinstance(fmt, list):     # format: [clean-revealjs, html]
+        fmt = {name: {} for name in fmt if isinstance(name, str)}
     execute = data.pop("execute", None)
     level: dict = {}
     if isinstance(execute, dict):
         level = merge(level, {k: v for k, v in execute.items()})
+    # Quarto's option groups: `pandoc:` (html-math-method, slide-level...), `render:` and
+    # `metadata:` hold options as if written at the top (src/config/metadata.ts,
+    # metadataAsFormat)
+    for group in GROUPS:
+        if isinstance(data.get(group), dict):
+            level = merge(level, _canonical(dict(data.pop(group)), spelled))
     level = merge(level, data)
     others: list[str] = []
     if isinstance(fmt, dict):
-        others = [str(name) for name in fmt if name != "revealjs"]
-        reveal = fmt.get("revealjs")
+        others = [str(name) for name in fmt if not _is_reveal_format(name)]
+        chosen = next((n for n in fmt if isinstance(n, str) and n.endswith(extensions.FORMAT_SUFFIX)),
+                      "revealjs")
+        if chosen != "revealjs" and found is not None:
+            found.append((chosen, src))
+        reveal = fmt.get(chosen) if chosen in fmt else fmt.get("revealjs")
+        if reveal == "default":
+            reveal = {}
         if isinstance(reveal, dict):
             reveal = _canonical(dict(reveal), spelled)
             rexec = reveal.pop("execute", None)
             if isinstance(rexec, dict):
                 level = merge(level, rexec)
+            for group in GROUPS:
+                if isinstance(reveal.get(group), dict):
+                    level = merge(level, _canonical(dict(reveal.pop(group)), spelled))
             level = merge(level, reveal)
     elif fmt is not None and fmt != "revealjs":
-        raise DeckError(f"format '{fmt}' is not supported by this renderer (only revealjs)",
+        raise DeckError(f"format '{fmt}' is not supported by this renderer (only revealjs and "
+                        "format extensions of revealjs, <name>-revealjs)",
                         src.file, src.line_of("format"))
     return _resolve_paths(level, src), others
 
 
+def _resolve_lua_entries(level: dict, src: Source) -> None:
+    """``filters:`` and ``shortcodes:`` entries that are Lua files, resolved against the
+    level's folder (a format extension's against its own); extension names and ``quarto``
+    stay as written (extensions.lua_plan looks them up)."""
+    base = src.file.parent
+    for key in ("filters", "shortcodes"):
+        if level.get(key) in (None, False):
+            continue
+        entries = level[key] if isinstance(level[key], list) else [level[key]]
+        out = []
+        for entry in entries:
+            path = entry.get("path") if isinstance(entry, dict) else entry
+            if isinstance(path, str) and path.endswith(".lua"):
+                resolved = (base / path).resolve()
+                if not resolved.is_file():
+                    raise DeckError(f"{key}: Lua file not found: {path} (looked for {resolved})",
+                                    src.file, src.line_of(path))
+                entry = dict(entry, path=str(resolved)) if isinstance(entry, dict) else str(resolved)
+            out.append(entry)
+        level[key] = out
+
+
 def _resolve_paths(level: dict, src: Source) -> dict:
     base = src.file.parent
+    _resolve_lua_entries(level, src)
     for key in schema.PATH_OPTIONS:
         if key not in level or level[key] in (None, False):
             continue
@@ -163,13 +218,20 @@ def _resolve_paths(level: dict, src: Source) -> dict:
             if not isinstance(value, str):
                 raise DeckError(f"option '{key}' must be a path, got {value!r}", src.file,
                                 src.line_of(key))
-            if key in ("logo", "csl") and _is_url(value):
-                resolved.append(value)      # a remote logo stays a link; pandoc fetches a csl
+            if key in ("logo", "csl", "css") and _is_url(value):
+                # a remote logo or stylesheet stays a link, as Quarto links it; pandoc
+                # fetches a csl
+                resolved.append(value)
                 continue
             path = (base / value).resolve()
-            # a file of that name first, then a built-in theme (as Quarto looks them up)
-            if key == "theme" and not path.is_file() and value in schema.BUILTIN_THEMES:
+            # a file of that name first, then a built-in theme (as Quarto looks them up);
+            # `brand` places the brand's layer (brand.py)
+            if key == "theme" and not path.is_file() and (value in schema.BUILTIN_THEMES
+                                                          or value == "brand"):
                 resolved.append(value)
+                continue
+            if not path.exists() and key == "logo":
+                resolved.append(value)      # Quarto links a missing logo as written (warned)
                 continue
             if not path.exists():
                 what = "theme file" if key == "theme" else f"{key} file"
@@ -208,14 +270,60 @@ class Project:
     render: list[Path] = field(default_factory=list)
     python_path: list[Path] = field(default_factory=list)     # deckbuild: python-path
     cache_sources: list[Path] = field(default_factory=list)   # deckbuild: cache-sources
+    cache_env: list[str] = field(default_factory=list)        # deckbuild: cache-env
     quarto_version: str = "current"                            # deckbuild: quarto-version
     cell_timeout: float | bool = 600                           # deckbuild: cell-timeout
     run_alone: list[Path] = field(default_factory=list)        # deckbuild: run-alone
+    profiles: list[str] = field(default_factory=list)          # the active Quarto profiles
+    # plain entries of `project: render:` that name no file, with the line naming each:
+    # an error when the project is rendered, a warning when one file of it is
+    missing_render: list[tuple[str, int]] = field(default_factory=list)
+
+    def missing_render_error(self) -> DeckError | None:
+        if not self.missing_render:
+            return None
+        entry, line = self.missing_render[0]
+        return DeckError(f"file listed under project: render not found: {entry} (looked for "
+                         f"{self.root / entry.lstrip('/')})", self.config.file, line)
+
+
+PROFILE_ENV = "QUARTO_PROFILE"
+
+
+def active_profiles(config: dict | None = None) -> list[str]:
+    """The active Quarto profiles (https://quarto.org/docs/projects/profiles.html):
+    $QUARTO_PROFILE (``--profile`` sets it), comma separated, else the project's
+    ``profile: default:``."""
+    env = os.environ.get(PROFILE_ENV, "")
+    names = [p.strip() for p in env.split(",") if p.strip()]
+    if names:
+        return names
+    profile = (config or {}).get("profile") or {}
+    default = profile.get("default") if isinstance(profile, dict) else None
+    if isinstance(default, list):
+        return [str(p) for p in default]
+    return [p.strip() for p in str(default).split(",") if p.strip()] if default else []
+
+
+def _with_profiles(config: Source, root: Path, profiles: list[str]) -> Source:
+    """The project's configuration with each active profile's ``_quarto-NAME.yml`` merged
+    over it, in order (a profile without its own file only switches when-profile content)."""
+    data = dict(config.data)
+    for name in profiles:
+        for ext in ("yml", "yaml"):
+            path = root / f"_quarto-{name}.{ext}"
+            if path.is_file():
+                data = merge(data, read_yaml_file(path).data)
+                break
+    return Source(data, config.file, config.first_line, config.text)
 
 
 def load_project(root: Path) -> Project:
     cfg_path = root / CONFIG_FILE
     config = read_yaml_file(cfg_path) if cfg_path.exists() else None
+    profiles = active_profiles(config.data if config else None)
+    if config is not None:
+        config = _with_profiles(config, root, profiles)
     project = (config.data.get("project") or {}) if config else {}
     if not isinstance(project, dict):
         raise DeckError("'project' must be a mapping", cfg_path, config.line_of("project"))
@@ -224,14 +332,12 @@ def load_project(root: Path) -> Project:
     if not isinstance(entries, list):
         entries = [entries]
     render, missing = project_files.render_list(entries, root, out)
-    if missing:
-        raise DeckError(f"file listed under project: render not found: {missing[0]} (looked "
-                        f"for {root / missing[0].lstrip('/')})", cfg_path, config.line_of(missing[0]))
     if not entries:
         render = project_files.all_documents(root, out)
     own = deckbuild_options(config, root)
-    return Project(root, config, out, render, own["python-path"], own["cache-sources"],
-                   own["quarto-version"], own["cell-timeout"], own["run-alone"])
+    return Project(root, config, out, render, own["python-path"], own["cache-sources"], own["cache-env"],
+                   own["quarto-version"], own["cell-timeout"], own["run-alone"], profiles,
+                   [(m, config.line_of(m)) for m in missing])
 
 
 def deckbuild_options(config: Source | None, root: Path) -> dict:
@@ -322,6 +428,18 @@ def resolve_options(project: Project | None, doc_file: Path, front: Source) -> O
                          front.file, front.first_line, front.text))
     merged: dict = copy.deepcopy(REVEALJS_DEFAULTS)
     origins, others = {}, []
+    # a format extension's revealjs options come first: they are the format's defaults
+    asked: list = []
+    for src in levels:
+        _as_format(src, {}, asked)
+    ext = None
+    if asked:
+        name, src = asked[-1]
+        ext = extensions.format_extension(name, doc_file.parent,
+                                          project.root if project else None,
+                                          src.file, src.line_of(name))
+        text = read_source(ext.manifest)
+        levels.insert(0, Source({"format": {"revealjs": ext.revealjs_format()}}, ext.manifest, 1, text))
     # `theme` replaces rather than extends the default theme list
     for src in levels:
         spelled: dict = {}
@@ -333,7 +451,9 @@ def resolve_options(project: Project | None, doc_file: Path, front: Source) -> O
         others += [(name, src.file, src.line_of(f"{name}:")) for name in formats]
     opts = Options(merged)
     opts.origins, opts.other_formats = origins, others
+    opts.extension = ext
     opts.quarto_version = version or (project.quarto_version if project else env_quarto_version())
+    opts.profiles = list(project.profiles) if project else active_profiles()
     return opts
 
 

@@ -16,13 +16,19 @@ import re
 import subprocess
 from pathlib import Path
 
-from . import mathmethod, partials, rawhtml
+from . import diagrams, libs, mathmethod, partials, rawhtml
 from .errors import DeckError, DeckWarning
 from .libs import Layout
 from .options import reveal_config
-from .resources import FILTERS, RESOURCES, TEMPLATE, read_resource
+from .resources import FILTERS, RESOURCES, TEMPLATE, find_node_modules, read_resource
+from .source import SHORTCODE_FORMAT
 
-LUA_FILTERS = ["callouts.lua", "tabsets.lua", "annotations.lua", "layout.lua", "figures.lua", "cells.lua", "project-paths.lua"]
+LUA_FILTERS = ["footer.lua", "conditional.lua", "callouts.lua", "tabsets.lua", "annotations.lua", "layout.lua", "figures.lua", "cells.lua", "project-paths.lua"]
+# the extensions' filters run after conditional content is settled, before our own filters
+# (Quarto runs a document's filters before its own unless `filters:` lists them after
+# `quarto`); those listed after `quarto` run after ours
+EXTENSIONS_BEFORE = "callouts.lua"
+EXT_WARNING_RE = re.compile(r"^\[deckbuild-ext\] WARNING (?P<file>.*?):(?P<line>\d+|None|): (?P<text>.*)$")
 FETCH_RE = re.compile(r"Could not fetch resource (.+?)(?:: |$)")
 # citeproc's warning for a citation whose key no bibliography holds (Quarto warns too)
 CITEPROC_MISSING_RE = re.compile(r"Citeproc: citation (\S+) not found")
@@ -51,8 +57,9 @@ def highlight_option() -> str:
 PLUGINS = ["RevealNotes", "RevealSearch", "RevealZoom", "DeckbuildMenu"]
 
 
-def init_script(opts: dict) -> str:
-    """The script that starts reveal.js: our helpers, then Reveal.initialize(config)."""
+def init_script(opts: dict, plugins: list[str] | tuple = ()) -> str:
+    """The script that starts reveal.js: our helpers, then Reveal.initialize(config);
+    ``plugins``: the reveal.js plugins extensions contribute (their global names)."""
     config = reveal_config(opts)
     config.update(mathmethod.reveal_config(mathmethod.math_method(opts)))
     config["deckbuildMenu"] = {"openButton": opts["menu"] is not False}
@@ -65,7 +72,7 @@ def init_script(opts: dict) -> str:
                            "slideLevel": opts["slide-level"]}
     helpers = "\n".join(read_resource(name)
                         for name in ("deckbuild.js", "notes.js", "defaults.js", "menu.js", "print.js"))
-    plugins = PLUGINS + (["RevealMath"] if "math" in config else [])
+    plugins = PLUGINS + (["RevealMath"] if "math" in config else []) + list(plugins)
     config_json = json.dumps(config, indent=1).replace("</", "<\\/")
     return (f"<script>\n{helpers}\n</script>\n<script>\n"
             f"const deckbuildConfig = {config_json};\n"
@@ -78,12 +85,15 @@ def init_script(opts: dict) -> str:
 
 
 def pandoc_args(md: Path, out: Path, layout: Layout, opts: dict, src_dir: Path,
-                init: Path, project_offset: str = ".", template: Path = TEMPLATE) -> list[str]:
+                init: Path, project_offset: str = ".", template: Path = TEMPLATE,
+                ext_stages: dict | None = None) -> list[str]:
     """The pandoc command line for one deck. ``project_offset``: the project root seen
     from the document's folder (paths starting with ``/`` are resolved against it);
-    ``template``: the template, beside its partials (partials.py)."""
+    ``template``: the template, beside its partials (partials.py); ``ext_stages``: the
+    extensions filter's stages ("pre", "post": its wrapper files) and "plan" (the plan's
+    file), from :func:`extension_stages`."""
     args = [
-        pandoc_path(), str(md), "-f", "markdown+emoji", "-t", "revealjs", "--standalone",
+        pandoc_path(), str(md), "-f", reader(opts), "-t", "revealjs", "--standalone",
         *(["--embed-resources"] if layout.embed else []),
         "--template", str(template),
         *mathmethod.pandoc_args(mathmethod.math_method(opts), layout.katex),
@@ -97,10 +107,19 @@ def pandoc_args(md: Path, out: Path, layout: Layout, opts: dict, src_dir: Path,
         "-M", f"deckbuild-callout-appearance={opts.get('callout-appearance', 'default')}",
         "-M", f"deckbuild-callout-icon={str(opts.get('callout-icon', True)).lower()}",
         "-M", f"deckbuild-project-offset={project_offset}",
+        "-M", f"deckbuild-fig-cap-location={opts.get('fig-cap-location') or 'bottom'}",
+        "-M", f"deckbuild-profiles={','.join(getattr(opts, 'profiles', ()))}",
         "-o", str(out),
     ]
+    stages = ext_stages or {}
+    if stages.get("plan"):
+        args += ["-M", f"deckbuild-extensions={stages['plan']}"]
     for name in LUA_FILTERS:
+        if name == EXTENSIONS_BEFORE and stages.get("pre"):
+            args += ["--lua-filter", str(stages["pre"])]
         args += ["--lua-filter", str(FILTERS / name)]
+    if stages.get("post"):
+        args += ["--lua-filter", str(stages["post"])]
     args += citation_args(opts)    # after our filters: they resolve @fig- references first
     for sheet in layout.css:
         args += ["-c", sheet]
@@ -115,7 +134,17 @@ def pandoc_args(md: Path, out: Path, layout: Layout, opts: dict, src_dir: Path,
         args += ["-V", f"logo={layout.logo}"]
     if opts.get("title"):
         args += ["-M", f"pagetitle={_plain(str(opts['title']))}"]
+    if opts.get("footer"):     # read as markdown blocks by filters/footer.lua, as Quarto reads it
+        args += ["-M", f"deckbuild-footer-markdown={opts['footer']}",
+                 "-M", f"deckbuild-reader={reader(opts)}"]
     return args
+
+
+def reader(opts: dict) -> str:
+    """pandoc's reader with its extensions: the deck's ``from:`` (or ``reader:``), as Quarto
+    passes it on (``markdown+emoji``), else Quarto's plain ``markdown``."""
+    value = str(opts.get("from") or opts.get("reader") or "markdown")
+    return value
 
 
 def citation_args(opts: dict) -> list[str]:
@@ -139,27 +168,104 @@ def _math_plugin(layout: Layout, opts: dict) -> str:
     return f'<script src="{layout.reveal}/plugin/math/math.js"></script>\n'
 
 
+def extension_stages(lua, md: Path, out: Path, layout: Layout, opts: dict, work_dir: Path,
+                     doc_path: Path, project_root: Path, project_offset: str) -> dict:
+    """The plan the extensions filter reads (resources/filters/extensions.lua), written to
+    ``work_dir``, and a wrapper file per stage it has work in; {} when it has none (no
+    extension code, no plugin, no shortcode marker in ``md``)."""
+    has_markers = f"{{={SHORTCODE_FORMAT}}}" in md.read_text(encoding="utf-8")
+    if lua is None or not (has_markers or lua.shortcodes or lua.pre or lua.post or lua.plugins):
+        return {}
+    manifest = work_dir / "extension-deps.json"
+    manifest.write_text("[]", encoding="utf-8")
+    libs_prefix = layout.reveal.rsplit("/", 1)[0]          # <stem>_files/libs
+    variables = project_root / "_variables.yml"
+    plan = {
+        "shortcodes": [str(p) for p in lua.shortcodes],
+        "filters": {"pre": [str(p) for p in lua.pre], "post": [str(p) for p in lua.post]},
+        "plugins": lua.plugins,
+        "input_file": str(doc_path), "input_dir": str(doc_path.parent),
+        "output_file": out.name, "project_dir": str(project_root),
+        "project_offset": project_offset,
+        "quarto_version": str(getattr(opts, "quarto_version", "current")),
+        "variables": _yaml_file(variables) if variables.is_file() else {},
+        "deps": {"mode": "embed" if layout.embed else "linked",
+                 "prefix": f"{libs_prefix}/quarto-contrib", "manifest": str(manifest)},
+    }
+    path = work_dir / "extension-plan.json"
+    path.write_text(json.dumps(plan, default=str), encoding="utf-8")
+    stages = {"plan": path, "manifest": manifest}
+    runner = (FILTERS / "extensions.lua").as_posix()
+    for stage in ("pre", "post"):
+        if stage == "pre" or lua.post:
+            wrapper = work_dir / f"extensions-{stage}.lua"
+            wrapper.write_text(f"DECKBUILD_STAGE = {json.dumps(stage)}\n"
+                               f"dofile({json.dumps(runner)})\n", encoding="utf-8")
+            stages[stage] = wrapper
+    return stages
+
+
+def _yaml_file(path: Path) -> dict:
+    import yaml
+
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    return data if isinstance(data, dict) else {}
+
+
+def copy_dependencies(stages: dict, layout: Layout) -> None:
+    """A linked deck's copies of the files the extensions' HTML dependencies name, in
+    ``<stem>_files/libs/quarto-contrib/<name>-<version>/`` as Quarto places them (a
+    stylesheet's own url()s copied beside it)."""
+    if not stages or layout.embed or layout.files_dir is None:
+        return
+    for item in json.loads(stages["manifest"].read_text(encoding="utf-8")):
+        libs.copy_resource(Path(item["src"]), layout.files_dir / "libs" / "quarto-contrib" / item["dest"])
+
+
+def extension_warnings(stderr: str) -> list[DeckWarning]:
+    """The warnings the extensions filter printed, with the file and line they name."""
+    out = []
+    for line in stderr.splitlines():
+        m = EXT_WARNING_RE.match(line)
+        if m:
+            where = m.group("line")
+            out.append(DeckWarning(m.group("text"), Path(m.group("file")) if m.group("file") else None,
+                                   int(where) if where.isdigit() else None))
+    return out
+
+
 def run_pandoc(md: Path, out: Path, layout: Layout, opts: dict, src_dir: Path,
                work_dir: Path, origins: list | None = None, project_offset: str = ".",
-               warnings: list | None = None) -> list[str]:
+               warnings: list | None = None, lua=None, doc_path: Path | None = None,
+               project_root: Path | None = None) -> list[str]:
     """Run pandoc; an error names the .qmd file and line that the markdown line it reports
     came from (``origins``: (file, line) of each line of ``md``). Returns the resources
     pandoc could not fetch (it keeps their links); a citation no bibliography holds is a
     warning in ``warnings`` (citeproc prints it as key?, as under Quarto)."""
     init = work_dir / "init.html"
-    init.write_text(_math_plugin(layout, opts) + init_script(opts))
+    diagram = ""
+    if diagrams.MERMAID_MARK in md.read_text(encoding="utf-8"):
+        diagram = diagrams.mermaid_script(find_node_modules(src_dir), opts)
+    plugins = [p["name"] for p in lua.plugins if p["register"]] if lua is not None else []
+    init.write_text(_math_plugin(layout, opts) + init_script(opts, plugins) + diagram)
     # large self-contained raw HTML blocks skip pandoc (rawhtml.py); its input keeps md's lines
     source, stashed = rawhtml.stash(md.read_text(encoding="utf-8"))
     if stashed:
         md = md.with_name(f"{md.stem}.pandoc.md")
         md.write_text(source, encoding="utf-8")
     template = partials.prepare(opts, work_dir)
-    args = pandoc_args(md, out, layout, opts, src_dir, init, project_offset, template)
+    doc_path = doc_path or md
+    stages = extension_stages(lua, md, out, layout, opts, work_dir, doc_path,
+                              project_root or doc_path.parent, project_offset)
+    args = pandoc_args(md, out, layout, opts, src_dir, init, project_offset, template, stages)
     proc = subprocess.run(args, cwd=src_dir, capture_output=True, text=True)
+    if warnings is not None:
+        warnings += extension_warnings(proc.stderr)
     fetch_failures = [m.group(1) for m in FETCH_RE.finditer(proc.stderr)]
     problems = [l for l in proc.stderr.splitlines()
                 if re.search(r"Could not (find|load)|not found|ERROR", l)
-                and not FETCH_RE.search(l) and not CITEPROC_MISSING_RE.search(l)]
+                and not FETCH_RE.search(l) and not CITEPROC_MISSING_RE.search(l)
+                and not EXT_WARNING_RE.match(l)]
     if warnings is not None:
         warnings += missing_citations(proc.stderr, md, origins or [])
     if proc.returncode != 0 or problems:
@@ -169,6 +275,7 @@ def run_pandoc(md: Path, out: Path, layout: Layout, opts: dict, src_dir: Path,
         msg = msg or (lines[0] if lines else "pandoc failed")
         file, line = where if where else (md, None)
         raise DeckError(f"pandoc: {msg}", file, line, text)
+    copy_dependencies(stages, layout)
     html = out.read_text(encoding="utf-8")
     done = rawhtml.after_body(rawhtml.restore(html, stashed) if stashed else html)
     if done != html:

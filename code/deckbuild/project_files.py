@@ -23,10 +23,23 @@ GLOB_CHARS_RE = re.compile(r"[*?\[\]{}]|[!@+]\(")
 BRACES_RE = re.compile(r"\{([^{}]*)\}")
 
 
+# the documents Quarto renders without an engine to run: .qmd and plain .md (the markdown
+# engine), less the files it never renders (src/project/project-context.ts,
+# projectHiddenIgnoreGlob: README, CLAUDE, AGENTS and *.llms.md)
+DOCUMENT_SUFFIXES = (".qmd", ".md")
+NEVER_RENDERED_RE = re.compile(r"^(README\.[Rrq]?md|CLAUDE(\.local)?\.md|AGENTS(\.local)?\.md|.*\.llms\.md)$")
+
+
+def is_document(path: Path) -> bool:
+    return path.suffix in DOCUMENT_SUFFIXES and not NEVER_RENDERED_RE.match(path.name)
+
+
 def ignored(path: Path, root: Path, output_dir: Path | None = None) -> bool:
     """Whether Quarto leaves ``path`` out of a project's documents."""
     parts = path.relative_to(root).parts
     if any(part.startswith(("_", ".")) or part == "node_modules" for part in parts):
+        return True
+    if NEVER_RENDERED_RE.match(path.name):
         return True
     if output_dir is not None and output_dir.resolve() != root.resolve():
         return path.resolve().is_relative_to(output_dir.resolve())
@@ -34,8 +47,9 @@ def ignored(path: Path, root: Path, output_dir: Path | None = None) -> bool:
 
 
 def all_documents(root: Path, output_dir: Path | None = None) -> list[Path]:
-    """Every .qmd of the project (no ``render:`` list)."""
-    return sorted(p for p in root.rglob("*.qmd") if not ignored(p, root, output_dir))
+    """Every .qmd and .md of the project (no ``render:`` list)."""
+    return sorted(p for p in root.rglob("*") if p.is_file() and is_document(p)
+                  and not ignored(p, root, output_dir))
 
 
 def _braces(pattern: str) -> list[str]:
@@ -87,7 +101,7 @@ def render_list(entries: list, root: Path, output_dir: Path | None = None
             or (root / entry.lstrip("/")).is_dir()
         if smart:
             globbed |= {p for p in _expand(_full_pattern(entry, root, True), root)
-                        if p.suffix == ".qmd" and not ignored(p, root, output_dir)}
+                        if is_document(p) and not ignored(p, root, output_dir)}
         elif (root / entry.lstrip("/")).is_file():
             named.add(root / entry.lstrip("/"))
         else:

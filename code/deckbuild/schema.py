@@ -116,6 +116,18 @@ DOCUMENT_OPTIONS: dict[str, Option] = {
     "pagetitle": Option(STRING, None, "meta"),
     "footer": Option(STRING, None, "meta"),
     "menu": Option(BOOL | MAPPING, True),   # the slide menu's button (M works either way)
+    # pandoc's reader and its extensions (markdown+emoji), as Quarto passes them on
+    "from": Option(STRING),
+    # _brand.yml's colours, fonts and logo (brand.py): a file, a mapping, or false
+    "brand": Option(STRING | MAPPING | one_of(False)),
+    # Lua filters and shortcodes (files, or extensions by name) and reveal.js plugins from
+    # extensions, run as Quarto runs them (extensions.lua_plan, filters/extensions.lua)
+    "filters": Option(Type(lambda v: isinstance(v, list), "a list of Lua files or extension names")),
+    "shortcodes": Option(STRINGS),
+    "revealjs-plugins": Option(STRINGS),
+    "reader": Option(STRING),
+    # where a figure's caption goes: below (Quarto's default), above, or beside it
+    "fig-cap-location": Option(one_of("top", "bottom", "margin")),
     # fonts: theme variables, as Quarto sets them (theme.option_variables)
     "mainfont": Option(STRING),
     "monofont": Option(STRING),
@@ -216,10 +228,12 @@ CAMEL_EXCEPTIONS = {"fragment-in-url": "fragmentInURL"}
 def camel(name: str) -> str:
     return CAMEL_EXCEPTIONS.get(name) or re.sub(r"-([a-z])", lambda m: m.group(1).upper(), name)
 
-# Quarto's built-in shortcodes (https://quarto.org/docs/authoring/shortcodes.html); only
-# include is implemented here.
+# Quarto's built-in shortcodes (https://quarto.org/docs/authoring/shortcodes.html): include
+# is expanded by source.py, those of SHORTCODES_IN_LUA by resources/filters/extensions.lua
+# (with the extensions' own shortcodes); the others are a warning and stay as written.
 QUARTO_SHORTCODES = ("include", "meta", "var", "env", "pagebreak", "video", "embed", "lipsum",
                      "placeholder", "kbd", "version", "brand", "contents")
+SHORTCODES_IN_LUA = ("meta", "var", "env", "pagebreak", "kbd", "version", "video")
 
 # Output formats Quarto knows beyond pandoc's own (checked with `pandoc --list-output-formats`).
 QUARTO_FORMATS = ("dashboard", "email", "confluence-html", "docusaurus-md", "hugo-md")
@@ -241,10 +255,11 @@ IMPLEMENTED_CLASSES = frozenset({
     "nostretch",
     # pandoc
     "incremental", "nonincremental", "unnumbered", "unlisted",
+    # Quarto's conditional content (filters/conditional.lua)
+    "content-visible", "content-hidden",
 })
 # Quarto features deckbuild does not implement, even where a theme happens to style the name.
 UNIMPLEMENTED_CLASSES = frozenset({
-    "content-visible", "content-hidden",
     "column-page", "column-screen", "column-margin",
 })
 
@@ -290,6 +305,10 @@ DECKBUILD_OPTIONS: dict[str, Option] = {
     "python-path": Option(STRINGS, [], "folders"),
     # folders whose source files (.py and package data) are part of every cell's cache key
     "cache-sources": Option(STRINGS, [], "folders"),
+    # environment variables whose values are part of every cell's cache key, for settings
+    # that change what cells compute without changing their code (ATEN_CPU_CAPABILITY: other
+    # CPU kernels train other models), so a build under other values runs the cells again
+    "cache-env": Option(STRINGS, [], "names"),
     # render as this Quarto release did ("current": the newest rules): its setup cell's
     # matplotlib set-up (kernel.setup_code) and its theme rules where they differ from the
     # newest (theme.VERSION_LAYERS). A document may set it too (DOCUMENT_DECKBUILD_OPTIONS);

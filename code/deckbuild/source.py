@@ -7,24 +7,31 @@ is split into markdown chunks and executable ``{python}`` cells with their ``#|`
 
 from __future__ import annotations
 
+import json
 import re
+import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
 
+from . import diagrams
 from .blocks import Scanner, cell_fence, closes_cell_fence, track_code_fence
 from .errors import DeckError, DeckWarning
 from .files import read_source
 from .options import Source, load_yaml
-from .schema import CELL_OPTIONS, FIGURE_OPTIONS, QUARTO_SHORTCODES
+from .schema import CELL_OPTIONS, FIGURE_OPTIONS, QUARTO_SHORTCODES, SHORTCODES_IN_LUA
 
 INCLUDE_RE = re.compile(r"^\s*\{\{<\s*include\s+(?P<path>[^\s>]+)\s*>\}\}\s*$")
 ESCAPED_SHORTCODE_RE = re.compile(r"\{\{</\*(.*?)\*/>\}\}")
 SHORTCODE_RE = re.compile(r"\{\{<\s*(\w[\w-]*)")
 EXEC_INFO_RE = re.compile(r"^\{(?P<engine>[A-Za-z][\w-]*)(?P<rest>[^}]*)\}$")
 OPTION_LINE_RE = re.compile(r"^#\|\s?(?P<text>.*)$")
-IMAGE_RE = re.compile(r"!\[[^\]]*\]\(\s*<?(?P<src>[^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
+# an image's address may hold spaces (pandoc reads `![](My Assets/a b.jpg)` as
+# My%20Assets/a%20b.jpg) or be in <...>; a quoted title may follow
+# or balanced parentheses (`a (1).png`)
+IMAGE_RE = re.compile(r"!\[[^\]]*\]\(\s*<?(?P<src>(?:[^()\s<>\"]|\([^()\s]*\))(?:[^()<>\"\n]|\([^()\n]*\))*?)>?"
+                      r"(?:\s+\"[^\"]*\")?\s*\)")
 # pandoc's fenced divs: at least three colons, then attributes or one class name
 DIV_OPEN_RE = re.compile(r"^ {0,3}:{3,}\s*(\{.*\}|[^\s{}:][^\s{}]*)\s*:*\s*$")
 DIV_CLOSE_RE = re.compile(r"^ {0,3}:{3,}\s*$")
@@ -230,20 +237,79 @@ def _cell(lines: list[Line], i: int, j: int, index: int, title: str, marker: str
                 line=opening.lineno, slide_title=title, fence=marker, chapter=opening.chapter)
 
 
+# a whole shortcode on one line: its name, then arguments (quoted ones may hold '>')
+FULL_SHORTCODE_RE = re.compile(
+    r"\{\{<\s*(?P<name>\w[\w-]*)(?P<args>(?:\"(?:[^\"\\]|\\.)*\"|'(?:[^'\\]|\\.)*'|[^\"'>]|>(?!\}\}))*?)\s*>\}\}")
+SHORTCODE_ARG_RE = re.compile(r"""\s*(?:(?P<key>[\w-]+)=)?(?P<value>"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|[^\s"']+)""")
+INLINE_CODE_SPAN_RE = re.compile(r"(`+)(?:.+?)\1")
+# the raw inline format of a shortcode marker, resolved by resources/filters/extensions.lua
+SHORTCODE_FORMAT = "deckbuild-shortcode"
+
+
+def shortcode_args(text: str) -> list[dict]:
+    """A shortcode's arguments as Quarto parses them: ``key=value`` pairs and plain values,
+    either quoted (quotes dropped) or a run of non-space characters."""
+    out = []
+    for m in SHORTCODE_ARG_RE.finditer(text):
+        value = m.group("value")
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+            value = re.sub(r"\\(.)", r"\1", value[1:-1])
+        out.append({"name": m.group("key"), "value": value} if m.group("key") else {"value": value})
+    return out
+
+
+def shortcode_marker(m: re.Match, line: Line) -> str:
+    """The raw inline that stands for one shortcode until the extensions filter calls its
+    handler: the name, arguments, text as written and its place, as JSON."""
+    data = {"name": m.group("name"), "args": shortcode_args(m.group("args")), "raw": m.group(0),
+            "file": str(line.file), "line": line.lineno}
+    text = json.dumps(data, ensure_ascii=False)
+    ticks = "`" * (max([len(t) for t in re.findall(r"`+", text)] + [0]) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{ticks}{pad}{text}{pad}{ticks}{{={SHORTCODE_FORMAT}}}"
+
+
+def _mark_shortcodes(line: Line, names: set[str]) -> str:
+    """The line with each shortcode called ``names`` (outside inline code) as a marker."""
+    out, last = [], 0
+    text = line.text
+    spans = [(m.start(), m.end()) for m in INLINE_CODE_SPAN_RE.finditer(text)]
+    for m in FULL_SHORTCODE_RE.finditer(text):
+        if m.group("name") not in names or any(a <= m.start() < b for a, b in spans):
+            continue
+        out += [text[last:m.start()], shortcode_marker(m, line)]
+        last = m.end()
+    return "".join(out) + text[last:]
+
+
 def _markdown_line(line: Line, warnings: list[DeckWarning], visible: str) -> Line:
     """A line of markdown: shortcodes checked (in ``visible``, its text outside HTML
-    comments, which pandoc drops), escaped shortcodes unescaped."""
+    comments, which pandoc drops), escaped shortcodes unescaped. A shortcode the
+    extensions filter resolves (an extension's, or a built-in of SHORTCODES_IN_LUA) becomes
+    a marker; Quarto's other built-ins are a warning and stay as written."""
+    marked: set[str] = set()
     for m in SHORTCODE_RE.finditer(ESCAPED_SHORTCODE_RE.sub("", visible)):
         name = m.group(1)
         if name == "include":
             raise DeckError("an include shortcode must stand alone on its line",
                             line.file, line.lineno)
-        what = ("is one of Quarto's shortcodes, not implemented by deckbuild" if name in QUARTO_SHORTCODES
-                else "is not a Quarto shortcode (Quarto warns and prints ?" + name + ")")
-        warnings.append(DeckWarning(f"shortcode '{name}' {what}; the text is left as written",
-                                    line.file, line.lineno))
-    return Line(ESCAPED_SHORTCODE_RE.sub(r"{{<\1>}}", line.text), line.file, line.lineno,
-                line.chapter)
+        if name in QUARTO_SHORTCODES and name not in SHORTCODES_IN_LUA:
+            warnings.append(DeckWarning(f"shortcode '{name}' is one of Quarto's shortcodes, not "
+                                        "implemented by deckbuild; the text is left as written",
+                                        line.file, line.lineno))
+        else:
+            marked.add(name)
+    escaped: list[str] = []
+
+    def keep(m: re.Match) -> str:
+        escaped.append("{{<" + m.group(1) + ">}}")
+        return f"\x00{len(escaped) - 1}\x00"
+
+    text = ESCAPED_SHORTCODE_RE.sub(keep, line.text)
+    if marked:
+        text = _mark_shortcodes(Line(text, line.file, line.lineno), marked)
+    text = re.sub("\x00(\\d+)\x00", lambda m: escaped[int(m.group(1))], text)
+    return Line(text, line.file, line.lineno, line.chapter)
 
 
 def parse(path: Path, root: Path, slide_level: int = 2) -> Document:
@@ -271,9 +337,23 @@ def parse(path: Path, root: Path, slide_level: int = 2) -> Document:
         j = _closing_fence(lines, i, marker, info)
         em = EXEC_INFO_RE.match(info)
         if em and not info.startswith("{="):
-            if em.group("engine") != "python":
-                raise DeckError(f"unsupported cell engine '{{{em.group('engine')}}}' "
-                                "(only {python} cells run)", lines[i].file, lines[i].lineno)
+            engine = em.group("engine")
+            if engine in diagrams.ENGINES:
+                chunk.extend(Line(text, lines[i].file, lines[i].lineno, lines[i].chapter)
+                             for text in diagrams.cell_markdown(engine, lines[i + 1:j],
+                                                                lines[i].file, lines[i].lineno,
+                                                                doc.warnings))
+                i = j + 1
+                continue
+            if engine in ("r", "R"):
+                raise DeckError("an {r} cell runs R through knitr: Quarto needs R and the "
+                                "knitr package for it, and deckbuild runs {python} cells only "
+                                "(and {mermaid} and {dot} diagrams)",
+                                lines[i].file, lines[i].lineno)
+            if engine != "python":
+                raise DeckError(f"unsupported cell engine '{{{engine}}}' (deckbuild runs "
+                                "{python} cells, and draws {mermaid} and {dot} diagrams)",
+                                lines[i].file, lines[i].lineno)
             if chunk:
                 doc.blocks.append(Markdown(chunk))
                 chunk = []
@@ -292,9 +372,12 @@ def parse(path: Path, root: Path, slide_level: int = 2) -> Document:
 def resource_path(src: str, doc: Document) -> Path:
     """Where a local image or background named in ``doc`` is: relative to the document's
     folder, or to the project root when it starts with ``/`` (as Quarto reads it)."""
-    if src.startswith("/"):
-        return ((doc.root or doc.path.parent) / src.lstrip("/")).resolve()
-    return (doc.path.parent / src).resolve()
+    base = (doc.root or doc.path.parent) if src.startswith("/") else doc.path.parent
+    path = (base / src.lstrip("/")).resolve()
+    if not path.exists() and "%" in src:       # percent-encoded, as a browser reads it
+        decoded = (base / urllib.parse.unquote(src).lstrip("/")).resolve()
+        path = decoded if decoded.exists() else path
+    return path
 
 
 def is_remote(src: str) -> bool:

@@ -46,13 +46,31 @@ class Piece:
     first_line: int
 
 
+# a url() in a theme file: a font or image it names
+THEME_URL_RE = re.compile(r"""url\(\s*(['"]?)([^'")#{}$]+?)\1\s*\)""")
+
+
+def local_urls(text: str, folder: Path) -> str:
+    """A theme file's ``url()``s of files beside it (its own fonts: ``@font-face { src:
+    url(fonts/x.woff2) }``) made absolute, so the deck loads them wherever the compiled CSS
+    lives (libs.py copies them beside a linked deck, pandoc embeds them); addresses that
+    name no file there, remote ones and data: URLs are left as written."""
+    def absolute(m: re.Match) -> str:
+        ref = m.group(2).strip()
+        if re.match(r"^([a-z][a-z0-9+.-]*:|//|/)", ref, re.I):
+            return m.group(0)
+        path = (folder / ref.split("?")[0]).resolve()
+        return f'url("{path.as_posix()}")' if path.is_file() else m.group(0)
+    return THEME_URL_RE.sub(absolute, text)
+
+
 def split_layers(path: Path, warnings: list | None = None) -> dict[str, list[Piece]]:
     """A theme file's sections, as Quarto splits it: lines before the first marker belong
     to ``defaults``; the file needs one marker at least. A line that looks like a marker
     but is not one to Quarto stays in its section, with a warning."""
     layers: dict[str, list[Piece]] = {s: [] for s in SECTIONS}
     current, buf, start, markers = "defaults", [], 1, 0
-    lines = re.split(r"\r?\n", read_source(path))
+    lines = re.split(r"\r?\n", local_urls(read_source(path), path.parent))
     if lines and lines[-1] == "":
         lines.pop()      # the newline ending the last line
     for i, line in enumerate(lines, start=1):
@@ -103,13 +121,15 @@ def version_layers(quarto_version: str) -> list[Piece]:
 
 
 def builtin_theme(name: str) -> Path | None:
-    """The file of a built-in theme (None for ``default``, which is the base layer)."""
+    """The file of a built-in theme (None for ``default``, which is the base layer, and for
+    ``brand``, the place of the brand's layer)."""
     name = THEME_ALIASES.get(name, name)
-    return None if name == "default" else BUILTIN_THEMES_DIR / f"{name}.scss"
+    return None if name in ("default", "brand") else BUILTIN_THEMES_DIR / f"{name}.scss"
 
 
 def assemble(themes: list[str], warnings: list | None = None,
-             variables: Piece | None = None, quarto_version: str = "current") -> list[Piece]:
+             variables: Piece | None = None, quarto_version: str = "current",
+             brand_layer: dict[str, Piece] | None = None) -> list[Piece]:
     """The theme's pieces in Quarto's order (src/core/sass.ts, compileSass): every layer's
     uses and functions, the user defaults (later themes first, so they win), the base
     defaults, user mixins, base rules (BASE_RULES, in order), user rules. A built-in theme
@@ -117,9 +137,15 @@ def assemble(themes: list[str], warnings: list | None = None,
     (:func:`option_variables`) is the first user layer, as Quarto places the variables it
     takes from the document's options: its defaults come after every theme file's, so a
     theme file's value wins over them. ``quarto_version``: an older release's rules
-    (:func:`version_layers`) follow the base rules."""
+    (:func:`version_layers`) follow the base rules. ``brand_layer``: the brand's sections
+    (:func:`brand_pieces`), a user layer where the theme list says ``brand``, else before
+    the first (as Quarto places it: the theme files' values win over the brand's)."""
     files = [Path(t) if Path(t).is_absolute() else builtin_theme(t) for t in themes]
     user = [split_layers(f, warnings) for f in files if f is not None]
+    if brand_layer:
+        layer = {s: [brand_layer[s]] if s in brand_layer else [] for s in SECTIONS}
+        at = sum(1 for f in files[:themes.index("brand")] if f is not None) if "brand" in themes else 0
+        user.insert(at, layer)
     base = THEME
     pieces: list[Piece] = []
     for section in ("uses", "functions"):
@@ -193,10 +219,17 @@ def sass_command(node_modules: Path) -> list[str]:
     return ["node", str(sass_js)]
 
 
+def brand_pieces(sass: dict[str, str], file: Path) -> dict[str, Piece]:
+    """A brand's theme sections (brand.Brand.sass) as pieces named after its file."""
+    return {section: Piece(f"// the brand's {section}\n{text}", file, 1)
+            for section, text in sass.items() if text}
+
+
 def compile_theme(themes: list[str], node_modules: Path, cache_dir: Path,
                   damaged: Callable[[Path], None] | None = None,
                   warnings: list | None = None, opts: dict | None = None,
-                  quarto_version: str = "current") -> tuple[Path, bool]:
+                  quarto_version: str = "current",
+                  brand_layer: dict[str, Piece] | None = None) -> tuple[Path, bool]:
     """Return (path of the compiled CSS, whether it came from the cache). A cached CSS
     that is not what was written is passed to ``damaged`` and compiled again; warnings
     about the theme files go to ``warnings``; ``opts``: the document's options, for the
@@ -204,7 +237,8 @@ def compile_theme(themes: list[str], node_modules: Path, cache_dir: Path,
     release whose rules to draw (:func:`version_layers`; part of the assembled source, so
     of the cache key)."""
     variables = option_variables(opts or {})
-    pieces = [font_piece(node_modules), *assemble(themes, warnings, variables, quarto_version)]
+    pieces = [font_piece(node_modules), *assemble(themes, warnings, variables, quarto_version,
+                                                  brand_layer)]
     text_parts, origin = [], []   # origin[i] = (piece, first line of piece in assembled file)
     line = 1
     for piece in pieces:

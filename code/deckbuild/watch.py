@@ -69,7 +69,8 @@ def _document_files(path: Path, project: Project | None, root: Path) -> set[Path
         opts = resolve_options(project, path, doc.front)
         named = [*(opts.get("theme") or []), *(opts.get("css") or []), opts.get("logo")]
         files.update(Path(p) for p in named
-                     if p and p not in schema.BUILTIN_THEMES and not p.startswith(("http:", "https:", "//")))
+                     if p and p not in schema.BUILTIN_THEMES and p != "brand"
+                     and not p.startswith(("http:", "https:", "//")))
         files.update(source.check_resources(doc))
     except DeckError:
         pass

@@ -62,5 +62,22 @@ from .callbacks import Callback, ConsoleReport, Progress, ProgressBar
 from .run_config import PRESETS, RECIPES, RunConfig
 from .run_files import TrainError
 from .run import RunResult, fit
+# Since 2017: later changes, each a module that plugs into the paper's model
+from .rms_norm import RMSNorm, use_rms_norm
+from .gated_feed_forward import GELUFeedForward, SwiGLU, swiglu_d_ff
+from .rotary import RotaryEmbedding
+from .alibi import ALiBi, alibi_bias, alibi_slopes
+from .attention_positions import NoPositionalEncoding, remove_positional_encoding
+from .grouped_query_attention import GroupedQueryAttention
+from .decoder_only import (
+    DecoderOnlyCache,
+    DecoderOnlyConfig,
+    DecoderOnlyLayer,
+    DecoderOnlyTransformer,
+    LanguageModelBatch,
+    language_model_batch,
+    language_model_loss_sum,
+)
+from .decoder_only_decoding import decoder_only_beam_search, decoder_only_greedy_decode
 
 __version__ = "0.1.0"

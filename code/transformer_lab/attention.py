@@ -14,11 +14,13 @@ Shapes: T queries, S keys and values, K d_k, V d_v; any leading batch dimensions
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Callable
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor
+from torch.utils.weak import WeakIdKeyDictionary
 
 from . import checks
 
@@ -102,13 +104,76 @@ def attention_weights(
     return weights.to(query.dtype)
 
 
-def _fused_attn_mask(mask: Tensor | None, bias: Tensor | None, dtype: torch.dtype) -> Tensor | None:
-    """What PyTorch's kernel takes as ``attn_mask``: the boolean mask, or the bias with
-    the masked entries at the lowest finite value (one float tensor carries both)."""
-    if bias is None:
-        return mask
-    bias = bias.to(dtype)  # the fused kernels want the queries' dtype
-    return bias if mask is None else bias.masked_fill(~mask, torch.finfo(dtype).min)
+def _additive_mask(mask: Tensor, dtype: torch.dtype) -> Tensor:
+    """A boolean mask as PyTorch's fused kernels take it: a float tensor of the queries'
+    dtype, 0 where a key may be attended and the dtype's lowest finite value where not
+    (PyTorch would turn a boolean mask into -inf itself, in more kernels, on every call;
+    the finite fill keeps a fully masked row finite in the backward pass too)."""
+    return torch.full_like(mask, torch.finfo(dtype).min, dtype=dtype).masked_fill_(mask, 0.0)  # (..., T, S)
+
+
+# One entry per live boolean mask: the model hands the same mask to every layer (the source
+# mask to 12 attention calls of the base model, 6 more per decoding step), so its float form
+# and its visible rows are made once. Keyed by the tensor's identity, held weakly (an entry
+# goes with its mask), and checked against the mask's version counter (an in-place edit
+# makes a new entry) and the dtype asked for. Eager only: torch.compile fuses the work.
+_PREPARED_MASKS = WeakIdKeyDictionary()
+
+
+def _prepared_mask(mask: Tensor, dtype: torch.dtype) -> tuple[Tensor, Tensor]:
+    """(additive float mask (..., T, S), visible rows (..., T, 1)) of a boolean ``mask``."""
+    if checks.tracing() or mask.is_inference():  # traced, or no version counter to check
+        return _additive_mask(mask, dtype), mask.any(dim=-1, keepdim=True)
+    key = (mask._version, dtype)
+    entry = _PREPARED_MASKS.get(mask)
+    if entry is None or entry[0] != key:
+        entry = (key, _additive_mask(mask, dtype), mask.any(dim=-1, keepdim=True))
+        _PREPARED_MASKS[mask] = entry
+    return entry[1], entry[2]
+
+
+def _explicit_attention(query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None, dropout_p: float,
+                        bias: Tensor | None, on_weights: Callable[[Tensor], None]) -> Tensor:
+    """Equation (1) with the weights formed and handed to ``on_weights`` (record_attention)."""
+    weights = attention_weights(query, key, mask, bias=bias)  # (..., T, S)
+    on_weights(weights)
+    if dropout_p:                   # no Dropout op at all in evaluation (ONNX export)
+        weights = F.dropout(weights, dropout_p)
+    return weights @ value  # (..., T, V)
+
+
+@torch.compiler.disable
+def _explicit_attention_in_eager(*args) -> Tensor:
+    """The recording path inside ``torch.compile``d code: it runs in eager mode (a Python
+    callback receives each tensor), and says so (once per process, Python's default)."""
+    warnings.warn("record_attention: the recorded attention modules run in eager mode under torch.compile "
+                  "(a graph break around each; the rest of the model stays compiled)", stacklevel=2)
+    return _explicit_attention(*args)
+
+
+def attend(
+    query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None = None, dropout_p: float = 0.0,
+    *, bias: Tensor | None = None, on_weights: Callable[[Tensor], None] | None = None,
+) -> Tensor:
+    """:func:`scaled_dot_product_attention` without its input checks: for callers that
+    have checked their inputs already (:class:`MultiHeadAttention` checks its own), so
+    that the hot path runs no Python it does not need."""
+    attn_mask, visible = (None, None) if mask is None else _prepared_mask(mask, query.dtype)
+    if on_weights is None:
+        if bias is not None:  # the bias, with the masked keys at the lowest finite value
+            bias = bias.to(query.dtype)
+            attn_mask = bias if mask is None else bias.masked_fill(~mask, torch.finfo(query.dtype).min)
+        output = F.scaled_dot_product_attention(query, key, value, attn_mask=attn_mask, dropout_p=dropout_p)
+    elif torch.compiler.is_compiling():
+        output = _explicit_attention_in_eager(query, key, value, mask, dropout_p, bias, on_weights)
+    else:
+        output = _explicit_attention(query, key, value, mask, dropout_p, bias, on_weights)
+    if visible is not None:
+        # A query that may see no key gets a zero output on every path and kernel (the
+        # fused kernel averaged the values there): one select over the output, which
+        # torch.compile fuses with its neighbours.
+        output = torch.where(visible, output, 0.0)
+    return output  # (..., T, V)
 
 
 def scaled_dot_product_attention(
@@ -131,31 +196,20 @@ def scaled_dot_product_attention(
             scaled scores (a relative-position variant's; the paper has none).
         on_weights: optional callback; when given, the weights (..., T, S) are computed
             explicitly with :func:`attention_weights` and handed to it before dropout
-            (this is how :func:`transformer_lab.record_attention` sees them).
+            (this is how :func:`transformer_lab.record_attention` sees them). Under
+            ``torch.compile`` this path runs in eager mode and warns once.
 
     Returns:
         output (..., T, V), the same on both paths.
 
     Without ``on_weights`` it runs PyTorch's ``F.scaled_dot_product_attention``, which picks
     a kernel by device and shape: a fused one (on the CPU, flash attention for the model's
-    4-D inputs with d_k = d_v) never materialises the (T, S) weights; 2-D inputs, or d_k !=
-    d_v, take its unfused math path on the CPU, which scales q and k by d_k^(-1/4) each, so
-    the last digits differ from dividing the scores. A fully masked query row gives a zero
-    output on both paths.
+    4-D inputs with d_k = d_v; on an H100/H200, cuDNN's) never materialises the (T, S)
+    weights; 2-D inputs, or d_k != d_v, take its unfused math path on the CPU, which scales
+    q and k by d_k^(-1/4) each, so the last digits differ from dividing the scores. The
+    boolean mask reaches the kernel as an additive float mask (0 or the dtype's lowest
+    finite value). A fully masked query row gives a zero output on both paths.
     """
     _check_inputs(query, key, value, mask, bias)
     checks.fraction("dropout_p", dropout_p)
-    if on_weights is None:
-        attn_mask = _fused_attn_mask(mask, bias, query.dtype)
-        output = F.scaled_dot_product_attention(query, key, value, attn_mask=attn_mask, dropout_p=dropout_p)
-    else:
-        weights = attention_weights(query, key, mask, bias=bias)  # (..., T, S)
-        on_weights(weights)
-        if dropout_p:                   # no Dropout op at all in evaluation (ONNX export)
-            weights = F.dropout(weights, dropout_p)
-        output = weights @ value  # (..., T, V)
-    if mask is not None:
-        # The fused kernels disagree on rows with no visible key (zeros on CPU, NaN on
-        # some GPU kernels); pin them to zero like attention_weights does.
-        output = output.masked_fill(~mask.any(dim=-1, keepdim=True), 0.0)
-    return output  # (..., T, V)
+    return attend(query, key, value, mask, dropout_p, bias=bias, on_weights=on_weights)

@@ -90,6 +90,14 @@ def exporting() -> bool:
     return torch.jit.is_tracing() or torch.onnx.is_in_onnx_export() or torch.compiler.is_exporting()
 
 
+def tracing() -> bool:
+    """True while ``torch.compile`` or an exporter traces the model (:func:`exporting`).
+    Checks that read a tensor's values are skipped then: under ``torch.compile`` such a read
+    would split the graph in two and wait for the GPU, and checks needing a plain ``int``
+    would see a symbolic size. The eager model keeps every check."""
+    return torch.compiler.is_compiling() or exporting()
+
+
 def tensor(name: str, value: Any) -> torch.Tensor:
     """``value`` if it is a tensor (a ``TypeError`` otherwise)."""
     if not isinstance(value, torch.Tensor):

@@ -189,6 +189,23 @@ class _Beams:
         return out
 
 
+def _search(beams: "_Beams", step_logits, cache, eos_id: int, max_len: int) -> "_Beams":
+    """Beam search's loop, shared by the encoder-decoder and the decoder-only model:
+    ``step_logits(last_tokens)`` gives the (rows, V) logits of one step through ``cache``;
+    each step extends every beam, sets the finished ones aside and reorders the cache to
+    the beams kept. Returns ``beams``, finished or at ``max_len``."""
+    for step in range(1, max_len):
+        logits = step_logits(beams.tokens[:, -1:])  # (rows, V)
+        _check_finite(logits, step)
+        top_scores, beam, token = beams.candidates(torch.log_softmax(logits.float(), dim=-1))
+        is_eos = token == eos_id  # (batch, 2k)
+        beams.finish(step, top_scores, beam, token, is_eos, last=step == max_len - 1)
+        if all(beams.done):
+            break
+        cache.reorder(beams.advance(top_scores, beam, token, is_eos))
+    return beams
+
+
 @torch.no_grad()
 def beam_search(
     model: Transformer,
@@ -225,16 +242,9 @@ def beam_search(
     memory = memory.repeat_interleave(k, dim=0)  # (B*k, S, D)
     src_mask = src_mask.repeat_interleave(k, dim=0)  # (B*k, 1, 1, S)
     beams, cache = _Beams(src.size(0), k, bos_id, length_penalty, src.device), model.new_cache()
-    for step in range(1, max_len):
-        logits = model.decode(beams.tokens[:, -1:], memory, src_mask, cache=cache)[:, -1]  # (B*k, V)
-        _check_finite(logits, step)
-        top_scores, beam, token = beams.candidates(torch.log_softmax(logits.float(), dim=-1))
-        is_eos = token == eos_id  # (B, 2k)
-        beams.finish(step, top_scores, beam, token, is_eos, last=step == max_len - 1)
-        if all(beams.done):
-            break
-        cache.reorder(beams.advance(top_scores, beam, token, is_eos))
-    return beams.best(model.config.pad_id)
+    # one step: the last tokens of the B*k rows through the decoder with the cache -> (B*k, V)
+    step_logits = lambda last: model.decode(last, memory, src_mask, cache=cache)[:, -1]
+    return _search(beams, step_logits, cache, eos_id, max_len).best(model.config.pad_id)
 
 
 def generate(

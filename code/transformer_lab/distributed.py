@@ -1,7 +1,10 @@
 """Devices and data-parallel training with ``torchrun`` (DistributedDataParallel).
 
-The paper trained on one machine with 8 P100 GPUs (Section 5.2); each GPU processed a
-share of every batch of ~25,000 source and target tokens. ``torchrun`` sets the
+The paper trained on one machine with 8 P100 GPUs (Section 5.2) on batches of about 25,000
+source and 25,000 target tokens (Section 5.1), without saying whether that is the total or
+each GPU's share. Here every process draws whole batches of its own of up to ``max_tokens``
+(:class:`~transformer_lab.data.TokenBatchSampler`), so one update on R processes reads R
+batches. ``torchrun`` sets the
 environment variables ``RANK``, ``WORLD_SIZE`` and ``LOCAL_RANK``;
 :func:`init_distributed` reads them and joins the process group with NCCL on GPUs and
 gloo on CPUs. Without them, training is one ordinary process.

@@ -21,13 +21,16 @@ TOKEN_DTYPES = (torch.long, torch.int32)
 
 def check_token_ids(tokens: Tensor, vocab_size: int, name: str = "tokens") -> None:
     """Raise a clear error unless ``tokens`` holds ids in [0, vocab_size) as ``torch.long``
-    (or ``torch.int32``, the other index type ``nn.Embedding`` takes)."""
+    (or ``torch.int32``, the other index type ``nn.Embedding`` takes). The range is read
+    in eager mode only: a graph being traced (``torch.compile``, an exporter) has no values
+    to read, and reading them would break the graph."""
     checks.tensor(name, tokens)
     if tokens.dtype not in TOKEN_DTYPES:
         raise TypeError(f"{name} must hold integer token ids as torch.long (or torch.int32), got dtype {tokens.dtype}")
-    if checks.exporting() or tokens.numel() == 0:
-        return  # an exporter's traced tokens hold no values to check
-    low, high = int(tokens.min()), int(tokens.max())
+    if checks.tracing() or tokens.numel() == 0:
+        return  # traced tokens hold no values to check (torch.compile, an exporter)
+    low, high = torch.aminmax(tokens)  # one pass; the first int() waits for the device, once
+    low, high = int(low), int(high)
     if low < 0 or high >= vocab_size:
         bad = low if low < 0 else high
         raise ValueError(

@@ -20,7 +20,7 @@ def causal_mask(size: int, device=None) -> Tensor:
     ensures that the predictions for position i can depend only on the known outputs at
     positions less than i."
     """
-    if not checks.exporting():  # an exporter passes a symbolic size, not an int
+    if not checks.tracing():  # torch.compile or an exporter passes a symbolic size, not an int
         checks.non_negative_int("size", size)
     return torch.ones(size, size, dtype=torch.bool, device=device).tril()  # (T, T)
 

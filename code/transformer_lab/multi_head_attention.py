@@ -17,10 +17,11 @@ from dataclasses import dataclass
 from typing import Callable
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
 
 from . import checks
-from .attention import scaled_dot_product_attention
+from .attention import attend, check_mask
 
 
 @dataclass
@@ -98,7 +99,10 @@ class MultiHeadAttention(nn.Module):
     Xavier-uniform with zero biases (the paper does not specify an initialisation).
 
     The heads run PyTorch's fused attention kernel, which never forms the (T, S)
-    weights. Inside :func:`transformer_lab.record_attention` the module computes them
+    weights. On an accelerator, projections of one input share one matrix product
+    (self-attention's Q, K and V; cross-attention's K and V of the memory), the same
+    numbers in fewer kernels; the four ``nn.Linear`` modules and their parameters stay as
+    they are. Inside :func:`transformer_lab.record_attention` the module computes them
     explicitly instead (:func:`attention_weights`, same output) and hands them
     (B, H, T, S), before dropout, to ``on_weights``: both paths are
     :func:`scaled_dot_product_attention`.
@@ -161,28 +165,62 @@ class MultiHeadAttention(nn.Module):
         ``key``/``value`` on its first use and reuses them afterwards.
         """
         self._check_inputs(query, key, value, cache)
+        if query is key and key is value and not (cache is not None and cache.filled):
+            q, k, v = self.project_self(query, cache)  # (B, H, T, K), (B, H, T(+past), K), (.., Kv)
+        else:
+            q = self.split_heads(self.w_q(query), self.d_k)  # (B, H, T, K)
+            k, v = self.project_key_value(key, value, cache)  # (B, H, S, K), (B, H, S, Kv)
         if mask is not None:
             checks.tensor("mask", mask)
-        q = self.split_heads(self.w_q(query), self.d_k)  # (B, H, T, K)
-        k, v = self.project_key_value(key, value, cache)  # (B, H, S, K), (B, H, S, Kv)
-        mask = as_attention_mask(mask)
+            mask = as_attention_mask(mask)  # (.., 1 or B, 1 or H, T, S)
+            check_mask(mask, (q.size(0), self.num_heads, q.size(2), k.size(2)))
         dropout_p = self.dropout if self.training else 0.0
         # Fused kernel, or the explicit weights handed to on_weights inside record_attention.
-        heads = scaled_dot_product_attention(q, k, v, mask, dropout_p, on_weights=self.on_weights)  # (B, H, T, Kv)
+        heads = attend(q, k, v, mask, dropout_p, on_weights=self.on_weights)  # (B, H, T, Kv)
         return self.w_o(self.merge_heads(heads))  # (B, T, D)
+
+    def project_self(self, x: Tensor, cache: KVCache | None = None) -> tuple[Tensor, Tensor, Tensor]:
+        """Self-attention's queries (B, H, T, K), keys (B, H, T, K) and values (B, H, T, Kv)
+        from one input ``x`` (B, T, D): on an accelerator one product with [W^Q; W^K; W^V]
+        stacked, the same numbers as three, in one larger kernel. A ``cache`` adds the
+        earlier steps' keys and values."""
+        q, k, v = self._joint_projection(x, (self.w_q, self.w_k, self.w_v))  # (B, T, H*K) x2, (B, T, H*Kv)
+        q = self.split_heads(q, self.d_k)  # (B, H, T, K)
+        k = self.split_heads(k, self.d_k)  # (B, H, T, K)
+        v = self.split_heads(v, self.d_v)  # (B, H, T, Kv)
+        return (q, k, v) if cache is None else (q, *cache.update(k, v))
+
+    @staticmethod
+    def _joint_projection(x: Tensor, linears: tuple[nn.Linear, ...]) -> tuple[Tensor, ...]:
+        """``tuple(linear(x) for linear in linears)``: on an accelerator as one product with
+        the weights stacked, since an eager step there is bound by launching kernels (one
+        larger kernel instead of two or three, and their casts under autocast). On the CPU
+        the products stay apart: the gain there is small, and the stacked product sums the
+        gradient of ``x`` in another order, which would move training's last bits (and the
+        deck's trained models) away from what they are."""
+        if x.device.type == "cpu":
+            return tuple(linear(x) for linear in linears)
+        weight = torch.cat([linear.weight for linear in linears])  # (sum of outputs, D)
+        bias = None if linears[0].bias is None else torch.cat([linear.bias for linear in linears])
+        out = F.linear(x, weight, bias)  # (B, L, sum of outputs)
+        return out.split([linear.out_features for linear in linears], dim=-1)
 
     def project_key_value(self, key: Tensor, value: Tensor, cache: KVCache | None) -> tuple[Tensor, Tensor]:
         """Keys (B, H, S, K) and values (B, H, S, Kv), read from or written to ``cache``."""
         if cache is not None and cache.filled:
             return cache.k, cache.v  # computed from the memory at the first step
-        k = self.split_heads(self.w_k(key), self.d_k)  # (B, H, S, K)
-        v = self.split_heads(self.w_v(value), self.d_v)  # (B, H, S, Kv)
+        if key is value:
+            k, v = self._joint_projection(key, (self.w_k, self.w_v))  # (B, S, H*K), (B, S, H*Kv)
+        else:
+            k, v = self.w_k(key), self.w_v(value)  # (B, S, H*K), (B, S, H*Kv)
+        k = self.split_heads(k, self.d_k)  # (B, H, S, K)
+        v = self.split_heads(v, self.d_v)  # (B, H, S, Kv)
         return (k, v) if cache is None else cache.update(k, v)
 
     def _check_inputs(self, query: Tensor, key: Tensor, value: Tensor, cache: KVCache | None) -> None:
         self._check_input("query", query)
-        if cache is not None and cache.filled:
-            return  # key and value are not read
+        if (cache is not None and cache.filled) or (query is key and key is value):
+            return  # key and value are not read, or are the query
         self._check_input("key", key)
         self._check_input("value", value)
         if key.shape[:2] != value.shape[:2]:

@@ -28,22 +28,28 @@ def _penalty(formula):
 
 
 # (model seed, EOS bias, beam size, max_len, alpha): chosen so that every known mistake
-# changes at least one answer (tests/test_exercises.py checks that each is told apart).
+# changes at least one answer (tests/test_exercises_rules.py checks that each is told apart);
+# counting BOS in the length penalty changes only the last one of 384 cases searched.
 BEAM_CASES = ((5, 1.0, 3, 10, 1.0), (0, 0.5, 2, 10, 0.6), (5, 1.0, 3, 10, 2.0), (3, 0.0, 3, 1, 0.6),
-              (1, 0.0, 2, 10, 2.0))
+              (1, 0.0, 2, 10, 2.0), (5, 0.0, 3, 10, 1.0))
 
 
 def run_beam(ns, rec):
     src = source()
+    rec.watch(src=src)
     for seed, bias, k, max_len, alpha in BEAM_CASES:
         model = small_model(seed, bias)
         rec(f"beam_search(model {seed} (EOS bias {bias}), src (2, 7), beam_size={k}, max_len={max_len}, "
             f"length_penalty={alpha})", lambda: ns.beam_search(model, src, k, max_len, BOS, EOS, alpha))
+    seed, bias, k, max_len, alpha = BEAM_CASES[0]
+    model = small_model(seed, bias)
+    rec(f"batch size 1: beam_search(model {seed} (EOS bias {bias}), src (1, 7), beam_size={k}, max_len={max_len}, "
+        f"length_penalty={alpha})", lambda: ns.beam_search(model, src[1:], k, max_len, BOS, EOS, alpha))
 
 
 @torch.no_grad()
 def _beam(model, src, beam_size, max_len, bos_id, eos_id, length_penalty=0.6, src_mask=None, *,
-          penalty=True, per_step=False, reorder=True, all_zero=False, raw=False):
+          penalty=True, per_step=False, reorder=True, all_zero=False, raw=False, beams=None):
     """The package's beam search (its own bookkeeping, ``_Beams``) with one step done
     another way."""
     k = beam_size
@@ -52,7 +58,7 @@ def _beam(model, src, beam_size, max_len, bos_id, eos_id, length_penalty=0.6, sr
     memory, src_mask = package_decoding._encode(model, src, src_mask)
     memory, src_mask = memory.repeat_interleave(k, dim=0), src_mask.repeat_interleave(k, dim=0)  # (B*k, ...)
     alpha = length_penalty if penalty else 0.0
-    beams = package_decoding._Beams(src.size(0), k, bos_id, 0.0 if per_step else alpha, src.device)
+    beams = (beams or package_decoding._Beams)(src.size(0), k, bos_id, 0.0 if per_step else alpha, src.device)
     if all_zero:
         beams.scores.fill_(0.0)
     cache = model.new_cache()
@@ -70,6 +76,16 @@ def _beam(model, src, beam_size, max_len, bos_id, eos_id, length_penalty=0.6, sr
         if reorder:
             cache.reorder(rows)
     return beams.best(model.config.pad_id)
+
+
+class _FirstKFinished(package_decoding._Beams):
+    def _cannot_improve(self, b, step, top_scores, is_eos):
+        return len(self.finished[b]) >= self.k
+
+
+class _PenaltyCountsBOS(package_decoding._Beams):
+    def finish(self, step, top_scores, beam, token, is_eos, last):
+        super().finish(step + 1, top_scores, beam, token, is_eos, last)  # |Y| counted with BOS
 
 
 def _beam_mistake(name, says, slide, **flags):
@@ -111,6 +127,13 @@ BEAM = Exercise(14, "ex14_beam_search", "beam search with the length penalty", "
                       "beam-tree", all_zero=True),
         _beam_mistake("logits summed", "the scores add raw logits; a hypothesis' score is the sum of "
                       "log-probabilities (log_softmax of the logits).", "beam", raw=True),
+        _beam_mistake("stops at the first k finished", "an example stops as soon as k hypotheses have "
+                      "finished, though a live prefix may still beat them; stop when the k-th best finished "
+                      "score is at least the best live prefix's, normalised at the current length.", "beam",
+                      beams=_FirstKFinished),
+        _beam_mistake("length penalty counts BOS", "|Y| in lp(Y) = ((5 + |Y|) / 6)^alpha counts BOS; it "
+                      "counts the generated tokens, EOS included (step n has generated n).", "beam",
+                      beams=_PenaltyCountsBOS),
     ), properties=(
         Property("beam size 1 gives greedy decoding", _beam_one_is_greedy),
         Property("every row starts with BOS and holds only padding after its EOS", _layout),

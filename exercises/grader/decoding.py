@@ -60,6 +60,11 @@ def source(seed: int = 1):
 def run_cache(ns, rec):
     g = generator()
     k1, v1, k2, v2 = randn(g, 2, 3, 4, 4), randn(g, 2, 3, 4, 2), randn(g, 2, 3, 1, 4), randn(g, 2, 3, 1, 2)
+    rec.watch(k=k1, v=v1)
+    rec.watch(k=k2, v=v2)
+    one = rec.call("KVCache()", lambda: ns.KVCache())
+    rec("batch size 1: KVCache().update(k (1, 3, 4, 4), v (1, 3, 4, 2))", lambda: one.update(k1[:1], v1[:1]))
+    rec("then update(k (1, 3, 1, 4), v (1, 3, 1, 2))", lambda: one.update(k2[:1], v2[:1]))
     cache = rec.call("KVCache()", lambda: ns.KVCache())
     rec("KVCache().update(k (2, 3, 4, 4), v (2, 3, 4, 2))", lambda: cache.update(k1, v1))
     rec("then update(k (2, 3, 1, 4), v (2, 3, 1, 2))", lambda: cache.update(k2, v2))
@@ -69,6 +74,7 @@ def run_cache(ns, rec):
     rec("then update(k (2, 3, 1, 4), v (2, 3, 1, 2)) on the static cache", lambda: static.update(k2, v2))
     model, src = small_model(1, 0.0), source()
     tgt = torch.randint(3, TGT_VOCAB, (2, 6), generator=g)
+    rec.watch(tgt=tgt)
     src_mask = model.src_mask(src)
     memory = model.encode(src, src_mask)
     caches = rec.call("a DecoderCache of your KVCaches",
@@ -87,6 +93,14 @@ class _AlongHeads(_Cache):
     def update(self, k, v):
         if not self.static and self.k is not None:
             k, v = torch.cat([self.k, k], dim=1), torch.cat([self.v, v], dim=1)
+        self.k, self.v = k, v
+        return k, v
+
+
+class _AlongFeatures(_Cache):
+    def update(self, k, v):
+        if not self.static and self.k is not None:
+            k, v = torch.cat([self.k, k], dim=-1), torch.cat([self.v, v], dim=-1)
         self.k, self.v = k, v
         return k, v
 
@@ -130,6 +144,7 @@ def _decode_label(seed, bias, max_len, extra=""):
 
 def run_greedy(ns, rec):
     src = source()
+    rec.watch(src=src)
     for seed, bias, max_len in GREEDY_CASES:
         model = small_model(seed, bias)
         rec(_decode_label(seed, bias, max_len), lambda: ns.greedy_decode(model, src, max_len, BOS, EOS))
@@ -137,11 +152,15 @@ def run_greedy(ns, rec):
     model = small_model(seed, bias)
     rec(_decode_label(seed, bias, max_len, ", use_cache=False"),
         lambda: ns.greedy_decode(model, src, max_len, BOS, EOS, use_cache=False))
+    model = small_model(seed, bias)
+    rec(_decode_label(seed, bias, max_len).replace("src (2, 7)", "batch size 1: src (1, 7)"),
+        lambda: ns.greedy_decode(model, src[:1], max_len, BOS, EOS))
 
 
 @torch.no_grad()
 def _greedy(model, src, max_len, bos_id, eos_id, use_cache=True, src_mask=None, *, feed_prefix=False,
-            fresh_cache=False, pad_after_eos=True, stop_any=False, pass_src_mask=True, count_new=False):
+            fresh_cache=False, pad_after_eos=True, stop_any=False, pass_src_mask=True, count_new=False,
+            last_only=False, squeeze=False):
     """Greedy decoding as the package does it, with one step done another way."""
     src_mask = model.src_mask(src) if src_mask is None else src_mask
     memory = model.encode(src, src_mask)  # (B, S, D)
@@ -150,11 +169,13 @@ def _greedy(model, src, max_len, bos_id, eos_id, use_cache=True, src_mask=None, 
     cache = model.new_cache() if use_cache else None
     while tokens.size(1) < max_len + (1 if count_new else 0):
         cache = model.new_cache() if use_cache and fresh_cache else cache
-        new = tokens[:, -1:] if use_cache and not feed_prefix else tokens
+        new = tokens[:, -1:] if (use_cache or last_only) and not feed_prefix else tokens
         logits = model.decode(new, memory, src_mask if pass_src_mask else None, cache=cache)[:, -1]  # (B, V)
         next_token = logits.argmax(dim=-1)
         if pad_after_eos:
             next_token = next_token.masked_fill(finished, model.config.pad_id)
+        if squeeze:
+            next_token = next_token.squeeze()  # (B,), but () when B = 1
         tokens = torch.cat([tokens, next_token[:, None]], dim=1)  # (B, L + 1)
         finished |= next_token == eos_id
         if bool(finished.all()) or (stop_any and bool(finished.any())):
@@ -184,6 +205,9 @@ GREEDY = Exercise(13, "ex13_greedy_decode", "key/value cache and greedy decoding
         Mistake("static cache appends", "the static (cross-attention) cache appends too; it holds the "
                 "memory's keys and values, computed once, and keeps just those.", "kv-cache",
                 {"KVCache": _StaticAppends}),
+        Mistake("appended along the features", "the new keys and values are appended along the last axis "
+                "(the features); the cache grows along the sequence axis, dim 2 of (B, H, S, K).", "kv-cache",
+                {"KVCache": _AlongFeatures}),
         Mistake("new keys first", "the new keys and values are put before the stored ones; they go after "
                 "them, in the order of the positions.", "kv-cache", {"KVCache": _Prepended}),
         Mistake("concatenation not stored", "update returns the keys and values with the new ones appended "
@@ -205,6 +229,12 @@ GREEDY = Exercise(13, "ex13_greedy_decode", "key/value cache and greedy decoding
                         pass_src_mask=False),
         _greedy_mistake("max_len without BOS", "max_len counts the generated tokens only; it bounds the "
                         "whole output, BOS included.", "greedy", count_new=True),
+        _greedy_mistake("last token only, without the cache", "with use_cache=False the decoder is fed only "
+                        "the last token, so it sees neither the earlier tokens nor their positions; without a "
+                        "cache feed the whole prefix, tokens (B, L).", "kv-cache", last_only=True),
+        _greedy_mistake("squeeze drops the batch axis", "a bare .squeeze() removes the batch axis too when "
+                        "the batch has one row, so one sentence alone fails; squeeze (or index) the axis you "
+                        "mean, .squeeze(1) or [:, -1].", "greedy", squeeze=True),
     ), properties=(
         Property("every row starts with BOS and holds only padding after its EOS", _pad_after_eos),
     )),

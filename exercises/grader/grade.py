@@ -9,9 +9,11 @@ from types import ModuleType, SimpleNamespace
 
 import torch
 
-from .compare import Raised, _short_path, first_difference
-from .core import Exercise, Mistake, NotStarted, Part, collect, load_module, mistake_namespace, solution_line
+from .compare import Mutated, Raised, _short_path, differences
+from .core import (Exercise, Mistake, NotStarted, Part, collect, load_module, observations, one_thread,
+                   probe_stages, solution_line)
 from .slides import slide_reference
+from .stages import locate
 
 PASSED, NOT_STARTED, PARTLY, WRONG = "passed", "not started", "partly done", "wrong"
 
@@ -21,7 +23,8 @@ class PartResult:
     part: Part
     status: str
     lines: list[str] = field(default_factory=list)
-    mistake: Mistake | None = None
+    mistake: Mistake | None = None  # a known mistake every result of which equals the learner's
+    resembles: tuple[Mistake, ...] = ()  # "looks like": agrees where the learner's code first goes wrong
 
 
 @dataclass
@@ -132,50 +135,102 @@ def grade_part(exercise: Exercise, part: Part, module, learner_file: str | None)
         learner = collect(part, module, learner_file)
     except NotStarted:
         return PartResult(part, NOT_STARTED)
-    reference = collect(part, SimpleNamespace(**exercise.reference))
-    broken = [o for o in reference if isinstance(o.value, Raised)]
+    reference = observations(exercise, part)
+    broken = [o for o in reference if isinstance(o.value, (Raised, Mutated))]
     if broken:  # the answer key itself failed: the grader's bug, not the learner's
-        raise RuntimeError(f"exercise {exercise.number}, {part.name}: the package raised {broken[0].value} "
+        raise RuntimeError(f"exercise {exercise.number}, {part.name}: the package gave {broken[0].value} "
                            f"in {broken[0].label}")
-    difference = first_difference(reference, learner)
+    found = differences(reference, learner)
     failing = failing_properties(part, module)
-    if difference is None and not failing:
+    if not found and not failing:
         checked = "; ".join(p.says for p in part.properties)
         lines = [f"equals the package on all {len(reference)} results"]
         return PartResult(part, PASSED, lines + ([f"checked: {checked}"] if checked else []))
-    mistake = diagnose(exercise, part, module, learner)
+    mutated = next((o for o in learner if isinstance(o.value, Mutated)), None)
+    if mutated is not None:  # the diagnosis itself: every later result would read the changed input
+        lines = [f"in {mutated.label}: {mutated.value}", f"see {slide_reference(exercise.slide)}"]
+        return PartResult(part, WRONG, lines)
+    mistake, resembles = diagnose(exercise, part, module, learner)
     if mistake is not None:
         lines = [f'known mistake "{mistake.name}": {mistake.says}', f"see {slide_reference(mistake.slide)}"]
         return PartResult(part, WRONG, lines, mistake)
-    if difference is None:
+    if not found:
         lines = ["equals the package on these inputs, but a property of the paper does not hold"]
     else:
-        label, what = difference
+        _, label, what = found[0]
         lines = [f"first difference from the package, in {label}: {what}"]
+        lines += stage_lines(exercise, part, module, learner_file, label)
     lines += [f"does not hold: {says}" for says in failing]
-    lines.append(f"see {slide_reference(exercise.slide)}")
-    return PartResult(part, WRONG, lines)
+    lines += [looks_like(m, differs) for m, differs in resembles]
+    slides = [exercise.slide] + [m.slide for m, _ in resembles]
+    lines += [f"see {slide_reference(key)}" for key in dict.fromkeys(slides)]
+    return PartResult(part, WRONG, lines, resembles=tuple(m for m, _ in resembles))
 
 
-def diagnose(exercise: Exercise, part: Part, module, learner) -> Mistake | None:
-    """The first known mistake of ``part`` that the learner's code reproduces."""
+def looks_like(mistake: Mistake, differs: tuple[str, str]) -> str:
+    label, what = differs
+    return (f'looks like known mistake "{mistake.name}" ({mistake.says.rstrip(".")}), but not exactly: in {label} '
+            f'yours differs from what that mistake gives ({what}; "expected" is the mistake\'s)')
+
+
+def stage_lines(exercise: Exercise, part: Part, module, learner_file: str | None, label: str) -> list[str]:
+    """The first stage of the layer call ``label`` that differs from the package's (layer
+    exercises only), found by running both with their stages recorded."""
+    if part.stages is None:
+        return []
+    try:
+        mine = probe_stages(part, module, label, learner_file)
+        package = probe_stages(part, SimpleNamespace(**exercise.reference), label)
+        if mine is None or package is None or package.module is None:
+            return []
+        return locate(part.stages, package, mine, package.module)
+    except Exception:  # the locator only adds to the report: a layer it cannot read gets the first difference alone
+        return []
+
+
+Resemblance = tuple[Mistake, tuple[str, str]]  # a mistake, and (label, what differs) where it parts from the learner's
+
+
+def diagnose(exercise: Exercise, part: Part, module, learner) -> tuple[Mistake | None, list[Resemblance]]:
+    """The known mistake of ``part`` whose every result equals the learner's (a detected
+    mistake of structure comes first), else the mistakes the learner's code looks like:
+    those that agree with it where it first departs from the package but differ later,
+    each with the first place they differ; the closest first, ties kept together."""
     for mistake in part.mistakes:
         if mistake.detect is not None:
             try:
                 if mistake.detect(module):
-                    return mistake
+                    return mistake, []
             except Exception:  # a detector that cannot read the module did not match
                 pass
+    reference = observations(exercise, part)
+    found = differences(reference, learner)
+    if not found:  # only a property fails: no mistake, each of which changes a result, is this one
+        return None, []
+    first = found[0][0]
+    close = []
+    for mistake in part.mistakes:
+        if mistake.detect is not None or not mistake.replace:
             continue
-        if first_difference(collect(part, mistake_namespace(exercise, mistake), against=learner), learner) is None:
-            return mistake
-    return None
+        theirs = observations(exercise, part, mistake)
+        apart = differences(theirs, learner)
+        if not apart:
+            return mistake, []
+        mine_first = differences(reference, theirs)
+        if not mine_first or mine_first[0][0] != first or apart[0][0] <= first:
+            continue  # it goes wrong elsewhere, or not the way the learner's code does there
+        agreeing = min(len(theirs), len(learner)) - len(apart)
+        close.append((agreeing, mistake, apart[0][1:]))
+    if not close:
+        return None, []
+    best = max(a for a, _, _ in close)
+    return None, [(m, differs) for a, m, differs in close if a == best]
 
 
 def failing_properties(part: Part, module) -> list[str]:
     failing = []
     for prop in part.properties:
-        with torch.random.fork_rng(devices=[]):
+        with torch.random.fork_rng(devices=[]), one_thread():
             torch.manual_seed(0)
             try:
                 holds = bool(prop.holds(module))

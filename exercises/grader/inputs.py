@@ -45,13 +45,18 @@ def _owner(module: nn.Module, name: str) -> nn.Module:
     return module.get_submodule(name.rpartition(".")[0]) if "." in name else module
 
 
-def load_weights(mine, reference: nn.Module) -> None:
+def load_weights(mine, reference: nn.Module, parameters_only: bool = False) -> None:
     """Copy the package's weights into the learner's module, by name; a difference of
-    names or shapes is said in one line."""
+    names or shapes is said in one line. ``parameters_only``: the buffers (a table of
+    rotary frequencies, say) are the learner's to build, persistent or not."""
     if not isinstance(mine, nn.Module):
         raise TypeError(f"expected an nn.Module, got {type(mine).__name__}")
-    expected = {k: tuple(v.shape) for k, v in reference.state_dict().items()}
-    got = {k: tuple(v.shape) for k, v in mine.state_dict().items()}
+    if parameters_only:
+        expected = {k: tuple(v.shape) for k, v in reference.named_parameters()}
+        got = {k: tuple(v.shape) for k, v in mine.named_parameters()}
+    else:
+        expected = {k: tuple(v.shape) for k, v in reference.state_dict().items()}
+        got = {k: tuple(v.shape) for k, v in mine.state_dict().items()}
     if expected != got:
         missing = [f"{k} {s}" for k, s in expected.items() if got.get(k) != s]
         extra = [f"{k} {s}" for k, s in got.items() if expected.get(k) != s]
@@ -59,7 +64,10 @@ def load_weights(mine, reference: nn.Module) -> None:
             f"the module's parameters differ from the package's: expected {', '.join(missing) or 'nothing more'}"
             f"; found {', '.join(extra) or 'nothing else'} (name them as the docstring says)"
         )
-    mine.load_state_dict(reference.state_dict())
+    if parameters_only:
+        mine.load_state_dict(dict(reference.named_parameters()), strict=False)
+    else:
+        mine.load_state_dict(reference.state_dict())
 
 
 def python_list_of_modules(obj) -> bool:

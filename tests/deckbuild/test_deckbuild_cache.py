@@ -104,3 +104,28 @@ def test_changed_cell_and_no_cache(deck, lines):
     lines.clear()
     build_document(root / "deck.qmd", BuildSettings(html_only=True, use_cache=False), lines)
     assert any("kernel ready" in l for l in lines)
+
+
+def test_an_environment_variable_named_in_cache_env_reruns_the_cells_and_others_do_not(deck, lines, monkeypatch):
+    """`deckbuild: cache-env`: a setting that changes what cells compute without changing
+    their code (ATEN_CPU_CAPABILITY trains another model) keys the cache; undo gives the
+    first build's outputs back."""
+    root = deck("cache")
+    config = root / "_quarto.yml"
+    config.write_text(config.read_text().replace("  cache-sources: [code/labpkg]\n",
+                                                 "  cache-sources: [code/labpkg]\n  cache-env: [LAB_KERNELS]\n"))
+    assert load_project(root).cache_env == ["LAB_KERNELS"]
+    settings = BuildSettings(html_only=True)
+    monkeypatch.setenv("LAB_KERNELS", "native")
+    first = _pids(build_document(root / "deck.qmd", settings, lines).html)
+    monkeypatch.setenv("UNLISTED", "anything")          # not in cache-env: still a cache hit
+    lines.clear()
+    assert build_document(root / "deck.qmd", settings, lines).up_to_date
+    monkeypatch.setenv("LAB_KERNELS", "default")        # listed: the cells run again
+    lines.clear()
+    other = build_document(root / "deck.qmd", settings, lines)
+    assert any("kernel ready" in l for l in lines) and _pids(other.html) != first
+    monkeypatch.setenv("LAB_KERNELS", "native")         # undone: the first build's outputs
+    lines.clear()
+    again = build_document(root / "deck.qmd", settings, lines)
+    assert not any("kernel ready" in l for l in lines) and _pids(again.html) == first

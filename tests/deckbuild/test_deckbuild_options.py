@@ -112,7 +112,7 @@ def test_deckbuild_namespace_defaults_to_nothing(tmp_path):
     ("deckbuild:\n  python-path: [nowhere]\n", 2,
      "folder listed under 'deckbuild: python-path' not found: nowhere"),
     ("deckbuild:\n  cache-source: [code]\n", 2,
-     "unknown option 'deckbuild: cache-source' (known: python-path, cache-sources, quarto-version, run-alone, cell-timeout)"),
+     "unknown option 'deckbuild: cache-source' (known: python-path, cache-sources, cache-env, quarto-version, run-alone, cell-timeout)"),
     ("deckbuild:\n  python-path: 3\n", 2,
      "option 'deckbuild: python-path' must be a string or a list of strings, got 3"),
     ("deckbuild: [code]\n", 1, "'deckbuild' must be a mapping of options"),

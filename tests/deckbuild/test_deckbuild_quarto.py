@@ -375,3 +375,17 @@ def test_the_themes_callouts_outrank_every_quarto_versions_callout_rules(page):
     assert after == before
     assert before["callout"]["border-left-width"] == "0px" and "inset" in before["callout"]["box-shadow"]
     assert before["icon"]["background-image"] == "none"
+
+
+def test_the_kernels_keep_no_history_so_two_builds_share_no_database(tmp_path):
+    """Two renders at once used to share IPython's history database, and a kernel printed
+    its "database is locked" warning into a slide: the kernels run without history."""
+    path = tmp_path / "d.qmd"
+    path.write_text("## History\n\n```{python}\nprint(get_ipython().history_manager.enabled)\n```\n")
+    from concurrent.futures import ThreadPoolExecutor
+
+    # a thread of its own: a browser fixture of this module may hold the main thread's event loop
+    with ThreadPoolExecutor(1) as pool:
+        outputs, _ = pool.submit(execute, parse(path, tmp_path), dict(REVEALJS_DEFAULTS), tmp_path / "cache",
+                                 use_cache=False, progress=lambda *a, **k: None, settings=KernelSettings()).result()
+    assert [o.get("text") for o in outputs[0] if o.get("output_type") == "stream"] == ["False\n"]

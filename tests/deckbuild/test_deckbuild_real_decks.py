@@ -49,10 +49,12 @@ def test_render_folder_rooted_glob_and_braces(tmp_path):
 
 
 def test_a_plain_render_entry_naming_no_file_is_an_error_with_its_line(tmp_path):
+    """Rendering the project stops on it (the project's files are what it renders)."""
     write(tmp_path / "a.qmd", "## S\n")
-    with pytest.raises(DeckError, match="file listed under project: render not found: gone.qmd") as info:
-        _project(tmp_path, '    - "*.qmd"\n    - gone.qmd\n')
-    assert info.value.line == 4
+    assert _project(tmp_path, '    - "*.qmd"\n    - gone.qmd\n') == ["a.qmd"]
+    error = load_project(tmp_path).missing_render_error()
+    assert "file listed under project: render not found: gone.qmd" in str(error)
+    assert error.line == 4
 
 
 # --- includes ------------------------------------------------------------------------

@@ -99,10 +99,12 @@ def test_unclosed_front_matter(deck):
     assert info.value.line == 1
 
 
-def test_other_engines_are_rejected(deck):
+def test_r_cells_are_an_error_that_says_quarto_needs_r_and_knitr(deck):
     root = deck("errors")
-    with pytest.raises(DeckError, match=r"unsupported cell engine '\{r\}'"):
+    with pytest.raises(DeckError, match=r"an \{r\} cell runs R through knitr: Quarto needs R "
+                                        r"and the knitr package") as info:
         parse(root / "engine.qmd", root)
+    assert (Path(info.value.file).name, info.value.line) == ("engine.qmd", 7)
 
 
 def test_missing_image_names_file_and_line(deck):

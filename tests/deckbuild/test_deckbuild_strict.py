@@ -50,7 +50,7 @@ def test_an_unimplemented_cell_option_is_a_warning_with_file_and_line(warnings, 
 @pytest.mark.parametrize("where", [
     ("deck.qmd", 16, "class '.not-a-class'"),
     ("deck.qmd", 18, "class '.column-margin'"),
-    ("deck.qmd", 16, "shortcode 'meta'"),
+    ("deck.qmd", 16, "shortcode 'lipsum'"),
 ])
 def test_an_unimplemented_class_or_shortcode_is_a_warning_with_file_and_line(warnings, where):
     """Classes nothing styles or handles (Quarto's column-margin, an HTML-format layout

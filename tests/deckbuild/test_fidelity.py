@@ -20,6 +20,7 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 import fidelity  # noqa: E402
 import fidelity_browser as fb  # noqa: E402
 import fidelity_corpus as fc  # noqa: E402
+import fidelity_corpus_extra as fce  # noqa: E402
 import fidelity_match as fm  # noqa: E402
 import fidelity_report as fr  # noqa: E402
 
@@ -78,11 +79,24 @@ def test_painted_family_and_an_element_only_in_ours_are_differences():
     assert (row["elements"], row["matching"], row["only_ours"]) == (3, 1, 1)
 
 
-def test_maths_is_left_out_of_the_score_and_counted():
-    q = quarto_slide()[:2] + [element("p", "where ⟨math⟩ holds", (96, 300, 800, 340), has_math=True)]
-    ours = q[:2] + [element("p", "where ⟨math⟩ holds", (96, 500, 800, 600), has_math=True)]
+def test_maths_is_measured_like_the_rest_and_counted():
+    q = quarto_slide()[:2] + [element("p", "where ⟨math⟩ holds", (96, 300, 800, 340), has_math=True),
+                              element("math", "x^2", (300, 300, 340, 340))]
+    ours = q[:2] + [element("p", "where ⟨math⟩ holds", (96, 500, 800, 600), has_math=True),
+                    element("math", "x^2", (300, 300, 340, 340))]
     row = fm.compare_slide(q, ours)
-    assert (row["elements"], row["matching"], row["math_excluded"], row["differences"]) == (2, 2, 1, [])
+    assert (row["elements"], row["matching"], row["math_elements"]) == (4, 3, 2)
+    assert problems(row) == [("where ⟨math⟩ holds", ("box",))]
+
+
+def test_the_set_summary_counts_a_deck_that_did_not_build_as_zero():
+    deck = lambda name, ok, pct, held: {"name": name, "build": {"ok": ok}, "pct_matching": pct,
+                                        "held_out": held}
+    rows = fr.set_summary([deck("a", True, 95.0, False), deck("b", False, None, True),
+                           deck("c", True, 91.0, True), deck("d", True, 99.0, True)])
+    assert [(r["set"], r["decks"], r["built"], r["median_match"], r["median_match_built"])
+            for r in rows] == [("all", 4, 3, 93.0, 95.0), ("tuning", 1, 1, 95.0, 95.0),
+                               ("held out", 3, 2, 91.0, 95.0)]
 
 
 def test_a_changed_text_still_pairs_its_element_within_a_replaced_run():
@@ -221,7 +235,7 @@ def test_a_page_that_cannot_be_walked_is_reported_and_the_run_goes_on(tmp_path):
 
 @pytest.mark.slow
 def test_corpus_decks_are_measured(tmp_path, capsys):
-    corpus = fc.default_corpus()
+    corpus = fc.default_corpus()[0]
     if not (corpus / CORPUS_DECKS[0] / "meta.json").is_file():
         pytest.skip(f"Quarto corpus not found at {corpus} (looked for "
                     f"{corpus / CORPUS_DECKS[0] / 'meta.json'}; set {fc.CORPUS_ENV})")
@@ -236,7 +250,7 @@ def test_corpus_decks_are_measured(tmp_path, capsys):
         assert deck["quarto_version"] == meta["quarto_version"]
         assert deck["rendered_as"] == meta["quarto_version"]
         assert deck["page_errors"] == {}
-        assert f"| {deck['name']} | {meta['quarto_version']} |" in markdown
+        assert f"| {deck['name']} | tuning | {meta['quarto_version']} |" in markdown
         # the report has a row for every Quarto slide, in order
         assert [r["quarto"] for r in deck["slides"] if r["quarto"]] == \
             list(range(1, deck["slides_quarto"] + 1))
@@ -257,3 +271,75 @@ def test_corpus_decks_are_measured(tmp_path, capsys):
     built = [d for d in result["decks"] if d["build"]["ok"]]
     assert all(f"#### {d['name']}: the {len(d['worst'])} worst differences (" in markdown
                for d in built)
+
+
+def test_the_extra_corpus_is_skipped_with_a_message_where_absent(tmp_path, monkeypatch):
+    monkeypatch.delenv(fc.CORPUS_ENV, raising=False)
+    said = []
+    assert fc.default_corpus(tmp_path / "nowhere", notify=said.append) == [fc.SHARED_CORPUS]
+    assert "extra corpus not found at" in said[0] and "fidelity_corpus_extra.py restore" in said[0]
+    (tmp_path / "extra" / "deck").mkdir(parents=True)
+    (tmp_path / "extra" / "deck" / "meta.json").write_text("{}")
+    monkeypatch.setenv(fce.EXTRA_ENV, str(tmp_path / "extra"))
+    assert fc.default_corpus() == [fc.SHARED_CORPUS, tmp_path / "extra"]
+
+
+def _git(*args, cwd):
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=cwd,
+                   check=True, capture_output=True)
+
+
+def test_the_extra_corpus_manifest_restores_the_same_files_from_a_snapshot(tmp_path):
+    """record -> restore gives back the corpus folder byte for byte from a bare git
+    snapshot laid out as fetch lays it out; check names a changed file; a file the snapshot
+    lacks is kept as an empty stand-in only where the corpus kept it empty."""
+    work = tmp_path / "origin"
+    (work / "docs" / "talk_files").mkdir(parents=True)
+    (work / "talk.qmd").write_text("---\ntitle: T\n---\n")
+    (work / "docs" / "talk.html").write_text("<html>quarto</html>")
+    (work / "docs" / "talk_files" / "a.css").write_text("p{}")
+    _git("init", "-q", cwd=work)
+    _git("add", ".", cwd=work)
+    _git("commit", "-q", "-m", "c", cwd=work)
+    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=work, capture_output=True,
+                            text=True).stdout.strip()
+    mirrors = tmp_path / "mirror"
+    subprocess.run(["git", "clone", "-q", "--bare", str(work), str(mirrors / "o+r" / "repo")],
+                   check=True)
+    corpus = tmp_path / "corpus"
+    deck = corpus / "o-talk"
+    (deck / "source" / "data").mkdir(parents=True)
+    (deck / "quarto" / "talk_files").mkdir(parents=True)
+    (deck / "source" / "talk.qmd").write_text("---\ntitle: T\n---\n")
+    (deck / "source" / "data" / "big.parquet").write_bytes(b"")   # not in the snapshot
+    (deck / "quarto" / "talk.html").write_text("<html>quarto</html>")
+    (deck / "quarto" / "talk_files" / "a.css").write_text("p{}")
+    meta = {"name": "o-talk", "repo": "o/r", "source_commit": commit, "html_commit": commit,
+            "html_path": "docs/talk.html", "corpus_html": "quarto/talk.html", "held_out": True}
+    (deck / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
+    manifest = fce.record(corpus, mirrors)
+    entry = manifest["decks"][0]
+    assert entry["quarto_prefix"] == "docs/" and entry["held_out"] is True
+    assert {f["path"]: f["origin"] for f in entry["files"]} == {
+        "quarto/talk.html": "docs/talk.html", "quarto/talk_files/a.css": "docs/talk_files/a.css",
+        "source/data/big.parquet": "data/big.parquet", "source/talk.qmd": "talk.qmd"}
+    assert fce.restore(manifest, tmp_path / "again", mirrors) == []
+    for p in deck.rglob("*"):
+        if p.is_file():
+            assert (tmp_path / "again" / "o-talk" / p.relative_to(deck)).read_bytes() == p.read_bytes()
+    assert fce.check(manifest, corpus) == []
+    (deck / "quarto" / "talk.html").write_text("<html>edited</html>")
+    assert fce.check(manifest, corpus) == ["o-talk: quarto/talk.html changed"]
+    with pytest.raises(ValueError, match="quarto/talk.html differs from o/r docs/talk.html"):
+        fce.record(corpus, mirrors)
+
+
+def test_the_committed_extra_corpus_manifest_names_every_deck_with_its_origin():
+    manifest = fce.load_manifest()
+    assert len(manifest["decks"]) >= 16
+    for deck in manifest["decks"]:
+        assert deck["repo"] and len(deck["source_commit"]) == 40 and deck["license"]
+        assert deck["quarto_version"] and isinstance(deck["held_out"], bool)
+        assert any(f["path"] == deck["corpus_source_qmd"] for f in deck["files"])
+        assert any(f["path"] == deck["corpus_html"] for f in deck["files"])
+    assert sum(d["held_out"] for d in manifest["decks"]) >= 8

@@ -106,6 +106,7 @@ def test_layer_norm_equals_nn_layer_norm(shape, D, seed):
         ln.weight.copy_(torch.randn(D, generator=g))
         ln.bias.copy_(torch.randn(D, generator=g))
         torch.testing.assert_close(tt.layer_norm(x, ln.weight, ln.bias, eps=ln.eps), ln(x))
+        torch.testing.assert_close(tt.layer_norm_steps(x, ln.weight, ln.bias, eps=ln.eps).output, ln(x))
 
 
 def test_layer_norm_normalises_each_position_over_its_features_not_the_batch():

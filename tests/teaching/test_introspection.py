@@ -44,8 +44,8 @@ def test_source_code_is_the_package_source_without_the_docstring():
     code = source_code(tl.noam_learning_rate)
     assert code.startswith("def noam_learning_rate(")
     assert "Equation (3)" not in code and "min(step**-0.5" in code
-    part = source_code(tl.MultiHeadAttention.forward, start="q = self.split_heads", stop="return")
-    assert part.startswith("q = self.split_heads") and "return" not in part
+    part = source_code(tl.MultiHeadAttention.forward, start="dropout_p = ", stop="return")
+    assert part.startswith("dropout_p = ") and "heads = attend(" in part and "return" not in part
     assert source_markdown(tl.causal_mask).startswith("```python\ndef causal_mask(")
     with pytest.raises(ValueError, match="does not occur"):
         source_code(tl.causal_mask, start="no such line")

@@ -98,6 +98,12 @@ FIGURES = {
     "plot_beam_tree": (lambda: tt.plot_beam_tree(small_beam_tree(), [f"t{i}" for i in range(8)],
                                                  title="best: t3 t2, score -0.80"), "slide"),
     "plot_model_map": (lambda: tt.plot_model_map(["encoder", "cross-attention"]), "column 25%"),
+    "plot_position_rotation": (lambda: tt.plot_position_rotation(), "column 64%"),
+    "plot_sequential_products": (lambda: tt.plot_sequential_products(tt.sequential_products(50)), "slide"),
+    "plot_dropout_runs": (lambda: tt.plot_dropout_runs(
+        [{"rate": r, "steps": [25, 50, 75], "train_loss": [2.0, 1.0, 0.2 + r], "validation_loss": [2.1, 1.2, 1.1 - r]}
+         for r in (0.0, 0.1)]), "column 54%"),
+    "plot_model_families": (lambda: tt.plot_model_families(tt.model_families()), "slide"),
 }
 HEATMAPS = ("plot_attention", "plot_attention (masked, slide)", "plot_attention_heads", "plot_positional_encoding",
             "plot_token_vectors")
@@ -181,7 +187,7 @@ def test_a_figure_drawn_into_a_foreign_axes_still_gets_slide_size_ticks():
 
 
 ROLE_FIGURES = ("plot_attention", "plot_attention (masked, slide)", "plot_attention_heads",
-                "plot_attention_heads (13 keys, slide)", "plot_mask", "plot_masks")
+                "plot_attention_heads (13 keys, slide)", "plot_mask", "plot_masks", "plot_model_families")
 
 
 @pytest.mark.parametrize("name", [n for n in FIGURES if n not in ROLE_FIGURES])

@@ -14,9 +14,14 @@ def texts(fig):
 
 def test_the_head_statistic_draws_one_bar_per_head_with_its_percentage_and_a_chance_line():
     more = torch.tensor([[0.5, 0.52, 0.48, 0.5], [0.8, 0.9, 0.85, 0.75]])
-    fig = tt.plot_antecedent_heads(more, torch.rand(2, 4), torch.rand(2, 4))
-    left = fig.axes[0]
+    if_place = torch.tensor([[0.7, 0.3, 0.6, 0.5], [0.9, 0.95, 0.8, 0.85]])
+    if_animal = torch.tensor([[0.68, 0.31, 0.62, 0.5], [0.05, 0.1, 0.2, 0.15]])
+    fig = tt.plot_antecedent_heads(more, if_place, if_animal)
+    left, right = fig.axes[:2]
     assert [round(p.get_height()) for p in left.patches] == [50, 52, 48, 50, 80, 90, 85, 75]
+    # right: per head, the place preferred when it is meant, then when the animal is
+    heights = [round(p.get_height()) for p in right.patches]
+    assert heights == [70, 30, 60, 50, 90, 95, 80, 85, 68, 31, 62, 50, 5, 10, 20, 15]
     labels = {t.get_text() for t in texts(fig)}
     assert {"90", "75", "chance"} <= labels and left.lines[0].get_ydata()[0] == 50
     assert min(t.get_fontsize() for t in texts(fig)) >= 15
@@ -48,3 +53,15 @@ def test_enlarge_text_raises_small_text_and_leaves_large_text():
     assert small.get_fontsize() == 15 and large.get_fontsize() == 30
     with pytest.raises(TypeError, match="fig must be a matplotlib Figure, got str"):
         tt.enlarge_text("figure")
+
+
+def test_a_bar_label_and_the_claim_under_the_figure_round_one_share_the_same_way():
+    # 346 of 400 in float32 is 0.86500001: its bar said 86 (float32 rounds half to even)
+    # while the sentence under it, from the float64 value, said 87 (review of round 4)
+    held = torch.tensor([1.0] * 346 + [0.0] * 54).mean()        # as the statistic is computed
+    share = torch.stack([torch.tensor(0.5), torch.tensor(0.5), held, torch.tensor(0.95)]).reshape(2, 2)
+    fig = tt.plot_antecedent_heads(share, share, share)
+    labels = [t.get_text() for t in fig.axes[0].texts]
+    assert labels == ["50", "50", "87", "95"]
+    from transformer_lab.teaching.plots_trained import percent
+    assert [percent(v) for v in share.reshape(-1)] == labels

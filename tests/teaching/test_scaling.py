@@ -66,6 +66,10 @@ def test_cached_step_work_grows_linearly_with_the_position():
     assert steps[0]["weights"] == steps[2]["weights"] == 2 * (6 * 512**2 + 2 * 512 * 2048) + 512 * 100
     growth = [b["attention"] - a["attention"] for a, b in zip(steps, steps[1:])]
     assert growth[0] == growth[1] == 2 * 2 * 512 * 512
+    # the first step also projects the memory into cross-attention keys and values, once
+    assert steps[0]["memory"] == 2 * 2 * 64 * 512 * 512 and steps[1]["memory"] == steps[2]["memory"] == 0
+    first, last = (sum(s.values()) for s in (steps[0], steps[2]))
+    assert first > last  # at S = 64 the memory's projection outweighs 1,024 positions of attention
     tiny = scaling.cached_step_macs(64, 256, 2, 100, position=256, src_len=64)
     assert sum(tiny.values()) < 300_000  # microseconds of arithmetic: per-op overhead dominates
     with pytest.raises(ValueError, match="position must be a positive int"):

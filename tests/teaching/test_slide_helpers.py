@@ -7,10 +7,13 @@ import matplotlib
 
 matplotlib.use("Agg")
 
+import re  # noqa: E402
+
 import pytest  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.text import Text  # noqa: E402
 
+from extras import needs  # noqa: E402
 from transformer_lab import teaching as tt  # noqa: E402
 from transformer_lab.teaching.style import PALETTE  # noqa: E402
 
@@ -25,6 +28,19 @@ def test_markdown_table_names_a_row_of_the_wrong_width():
         tt.markdown_table(["a", "b"], [(1, 2), (1, 2, 3)])
     with pytest.raises(ValueError, match=r"align must have one of l, c, r per column \(2\), got 'x'"):
         tt.markdown_table(["a", "b"], [], align="x")
+
+
+@needs("pypandoc")   # pandoc reads the widths: the [deck] extra
+def test_markdown_table_widths_set_the_columns_pandoc_draws():
+    long = "a cell long enough to make the table wrap, so that pandoc reads the widths " * 2
+    table = tt.markdown_table(["item", "text"], [("x", long)], align="ll", widths=[1, 3])
+    assert table.splitlines()[1] == "|:--|:--------|"
+    import pypandoc
+
+    html = pypandoc.convert_text(table, "html", format="markdown")
+    assert re.findall(r'<col style="width: (\d+)%" />', html) == ["25", "75"]
+    with pytest.raises(ValueError, match=r"widths must be one positive int per column \(2\), got \[1\]"):
+        tt.markdown_table(["a", "b"], [], widths=[1])
 
 
 def test_enlarge_text_raises_small_text_and_leaves_large_text():

@@ -15,6 +15,14 @@ Ties go to the pair whose symbols entered the vocabulary first (characters in co
 order, then merged symbols in the order they were made), the rule ``tokenizers`` follows.
 Each merge adds one symbol to the vocabulary and shortens the text: the vocabulary size
 trades against the sequence length n of Table 1.
+
+A character the text never uses has no symbol, so a word containing one cannot be
+segmented into the vocabulary. Byte-level BPE (GPT-2: Radford et al., 2019, Section 2.2)
+starts instead from the 256 byte values of UTF-8, so every text is a sequence of known
+symbols: :func:`learn_byte_bpe` learns merges the same way on the same words, over that
+alphabet. Each byte is written as one printable character (:data:`BYTE_SYMBOLS`, GPT-2's
+map), so a symbol stays a string and the learner above works unchanged; on a text of ASCII
+characters alone it learns exactly the merges of :func:`learn_bpe` (tested).
 """
 
 from __future__ import annotations
@@ -27,6 +35,41 @@ from typing import Sequence
 from .. import checks
 
 END_OF_WORD = "</w>"
+
+
+def _byte_symbols() -> tuple[str, ...]:
+    """Byte b as one printable character: itself where Latin-1 prints it ("!".."~",
+    "¡".."¬", "®".."ÿ"), else the next unused character from U+0100 on, in byte order
+    (GPT-2's map), so no symbol is white space or a control character."""
+    printable = {*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)}
+    symbols, extra = [], 0
+    for b in range(256):
+        if b in printable:
+            symbols.append(chr(b))
+        else:
+            symbols.append(chr(256 + extra))
+            extra += 1
+    return tuple(symbols)
+
+
+#: The 256 byte values as symbols, ``BYTE_SYMBOLS[b]`` for byte b (see :func:`_byte_symbols`).
+BYTE_SYMBOLS = _byte_symbols()
+_BYTE_OF = {symbol: b for b, symbol in enumerate(BYTE_SYMBOLS)}
+
+
+def byte_symbols(word: str) -> list[str]:
+    """The UTF-8 bytes of ``word``, one symbol each: "jazz" -> j a z z; "é" -> Ã © (two bytes)."""
+    if not isinstance(word, str):
+        raise TypeError(f"word must be a str, got {type(word).__name__}")
+    return [BYTE_SYMBOLS[b] for b in word.encode("utf-8")]
+
+
+def symbol_bytes(symbol: str) -> bytes:
+    """The bytes a byte-level symbol stands for (the inverse of :func:`byte_symbols`)."""
+    try:
+        return bytes(_BYTE_OF[c] for c in symbol)
+    except KeyError as e:
+        raise ValueError(f"symbol must be made of byte symbols (BYTE_SYMBOLS), got {symbol!r} with {e.args[0]!r}") from None
 _WORD = re.compile(r"\w+|[^\w\s]")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
@@ -61,10 +104,25 @@ def merge_pair(symbols: Sequence[str], pair: tuple[str, str]) -> list[str]:
 class BytePairEncoding:
     """The result of :func:`learn_bpe`: an alphabet and an ordered list of merges."""
 
-    alphabet: tuple[str, ...]  # the initial symbols: characters and the end-of-word mark
+    alphabet: tuple[str, ...]  # the initial symbols: characters (or the 256 bytes) and the end-of-word mark
     merges: tuple[tuple[str, str], ...]  # in the order they were learned
     counts: tuple[int, ...]  # how often each merged pair occurred when it was chosen
     end_of_word: str = END_OF_WORD
+    byte_level: bool = False  # words split into UTF-8 bytes (BYTE_SYMBOLS), not characters
+
+    def split(self, word: str) -> list[str]:
+        """``word`` as initial symbols, before any merge: its characters (or bytes), then the end-of-word mark."""
+        return (byte_symbols(word) if self.byte_level else list(word)) + [self.end_of_word]
+
+    def show(self, symbol: str) -> str:
+        """``symbol`` as a reader reads it: a character-level symbol as it is; a byte-level
+        one as the text its bytes spell, a byte that is not a whole UTF-8 character as
+        ``\\xNN`` (the end-of-word mark kept as it is)."""
+        if not self.byte_level:
+            return symbol
+        end = symbol.endswith(self.end_of_word)
+        body = symbol[: -len(self.end_of_word)] if end else symbol
+        return symbol_bytes(body).decode("utf-8", errors="backslashreplace") + (self.end_of_word if end else "")
 
     def _first(self, num_merges: int | None) -> tuple[tuple[str, str], ...]:
         if num_merges is None:
@@ -80,7 +138,7 @@ class BytePairEncoding:
 
     def segment(self, word: str, num_merges: int | None = None) -> list[str]:
         """One word as symbols, after replaying the first ``num_merges`` merges in order."""
-        symbols = list(word) + [self.end_of_word]
+        symbols = self.split(word)
         for pair in self._first(num_merges):
             symbols = merge_pair(symbols, pair)
         return symbols
@@ -99,14 +157,33 @@ def _pair_counts(words: list[list[str]], freqs: list[int]) -> Counter:
 
 
 def learn_bpe(text: str, num_merges: int, end_of_word: str = END_OF_WORD) -> BytePairEncoding:
-    """Learn up to ``num_merges`` merges from ``text`` (fewer if every word is one symbol)."""
+    """Learn up to ``num_merges`` merges from ``text`` (fewer if every word is one symbol),
+    starting from the characters the text uses."""
+    return _learn(text, num_merges, end_of_word, byte_level=False)
+
+
+def learn_byte_bpe(text: str, num_merges: int, end_of_word: str = END_OF_WORD) -> BytePairEncoding:
+    """:func:`learn_bpe` on the UTF-8 bytes of the same words (byte-level BPE, as GPT-2):
+    the alphabet is all 256 bytes (:data:`BYTE_SYMBOLS`) and the end-of-word mark, whether
+    the text uses them or not, so any word segments into vocabulary symbols. Ties go to
+    the pair entered first, symbols ranked as :func:`learn_bpe` ranks them (by the
+    characters that write them), so the text's merges do not depend on the bytes it lacks."""
+    if not isinstance(end_of_word, str) or not end_of_word or (len(end_of_word) == 1 and end_of_word in _BYTE_OF):
+        raise ValueError(f"end_of_word must be a non-empty str that is not a byte symbol (BYTE_SYMBOLS), "
+                         f"got {end_of_word!r}")
+    return _learn(text, num_merges, end_of_word, byte_level=True)
+
+
+def _learn(text: str, num_merges: int, end_of_word: str, byte_level: bool) -> BytePairEncoding:
     checks.non_negative_int("num_merges", num_merges)
     counts = Counter(pre_tokenize(text))
     if not counts:
         raise ValueError("text must contain at least one word, got only white space")
-    words = [list(word) + [end_of_word] for word in counts]
+    split = BytePairEncoding((), (), (), end_of_word, byte_level).split
+    words = [split(word) for word in counts]
     freqs = list(counts.values())
-    alphabet = sorted({s for symbols in words for s in symbols})
+    used = {s for symbols in words for s in symbols}
+    alphabet = sorted(used | set(BYTE_SYMBOLS) if byte_level else used)
     rank = {s: i for i, s in enumerate(alphabet)}  # the order symbols entered the vocabulary
     merges, chosen = [], []
     for _ in range(num_merges):
@@ -118,7 +195,7 @@ def learn_bpe(text: str, num_merges: int, end_of_word: str = END_OF_WORD) -> Byt
         words = [merge_pair(symbols, best) for symbols in words]
         merges.append(best)
         chosen.append(pairs[best])
-    return BytePairEncoding(tuple(alphabet), tuple(merges), tuple(chosen), end_of_word)
+    return BytePairEncoding(tuple(alphabet), tuple(merges), tuple(chosen), end_of_word, byte_level)
 
 
 def tokens_per_sentence(bpe: BytePairEncoding, text: str, merge_counts: Sequence[int]) -> list[float]:
@@ -133,7 +210,7 @@ def tokens_per_sentence(bpe: BytePairEncoding, text: str, merge_counts: Sequence
     if not sentences:
         raise ValueError("text must contain at least one sentence, got only white space")
     counts = Counter(pre_tokenize(text))
-    words = {word: list(word) + [bpe.end_of_word] for word in counts}
+    words = {word: bpe.split(word) for word in counts}
     means, done = [], 0
     for m in merge_counts:
         for pair in bpe.merges[done:m]:  # replay the merges once, in order

@@ -7,13 +7,18 @@ and the LaTeX that puts their numbers on a slide.
   :func:`transformer_lab.attention_weights` and
   :func:`transformer_lab.scaled_dot_product_attention` (tested).
 - :func:`layer_norm` is the equation of Ba, Kiros and Hinton (2016), which Section 3.1 puts
-  after every residual connection; it equals ``torch.nn.LayerNorm`` (tested).
+  after every residual connection; it equals ``torch.nn.LayerNorm`` (tested);
+  :func:`layer_norm_steps` keeps its intermediate values (mean, variance, normalised) for
+  one position's vector.
+- :func:`next_token_loss` is the training loss without smoothing: the mean over the
+  non-padding target positions of -log p(y_t | y_<t, x); it equals ``F.cross_entropy``
+  with ``ignore_index`` (tested).
 - :func:`bmatrix` and :func:`math_span` write a tensor as a KaTeX ``bmatrix``, rounded for
   the eye, optionally coloured with the theme's ``.query``/``.key``/``.value`` classes.
 - :func:`difference_line` prints a check as the slides show it: the largest difference
   measured and the bound the tests hold it to for that dtype, never a bare True/False.
 
-Shapes: T tokens, D d_model, K d_k, V d_v.
+Shapes: B batch, T tokens, D d_model, K d_k, V d_v (the vocabulary, for the loss).
 """
 
 from __future__ import annotations
@@ -146,3 +151,46 @@ def layer_norm(x: Tensor, gain: Tensor, bias: Tensor, eps: float = 1e-5) -> Tens
     mu = x.mean(dim=-1, keepdim=True)  # (..., 1)
     var = ((x - mu) ** 2).mean(dim=-1, keepdim=True)  # (..., 1), divided by D
     return gain * (x - mu) / torch.sqrt(var + eps) + bias  # (..., D)
+
+
+@dataclasses.dataclass(frozen=True)
+class LayerNormSteps:
+    """Every intermediate value of layer normalisation on ``x`` (..., D)."""
+
+    x: Tensor  # (..., D) the input
+    mean: Tensor  # (..., 1) mu
+    variance: Tensor  # (..., 1) sigma^2, divided by D
+    normalised: Tensor  # (..., D) (x - mu) / sqrt(sigma^2 + eps)
+    output: Tensor  # (..., D) gain * normalised + bias
+
+
+def layer_norm_steps(x: Tensor, gain: Tensor, bias: Tensor, eps: float = 1e-5) -> LayerNormSteps:
+    """:func:`layer_norm`, one named step at a time (mean, variance, normalised, output), so
+    a slide can show each; ``output`` equals :func:`layer_norm` and ``torch.nn.LayerNorm``
+    (tested)."""
+    layer_norm(x, gain, bias, eps)  # the same checks, the same error messages
+    mean = x.mean(dim=-1, keepdim=True)  # (..., 1)
+    variance = ((x - mean) ** 2).mean(dim=-1, keepdim=True)  # (..., 1)
+    normalised = (x - mean) / torch.sqrt(variance + eps)  # (..., D)
+    return LayerNormSteps(x, mean, variance, normalised, gain * normalised + bias)
+
+
+def next_token_loss(logits: Tensor, target: Tensor, pad_id: int = 0) -> Tensor:
+    """Cross-entropy of the next token: the mean, over the target positions that are not
+    padding, of -log p(y_t | y_<t, x) (Section 5.4 trains on it with label smoothing;
+    this is the loss with epsilon_ls = 0, as ``F.cross_entropy(..., ignore_index=pad_id)``).
+
+    ``logits`` (B, T, V), ``target`` (B, T) token ids -> a scalar tensor, in nats.
+    """
+    if not isinstance(logits, Tensor) or not isinstance(target, Tensor):
+        raise TypeError(f"logits and target must be torch.Tensors, got {type(logits).__name__} and "
+                        f"{type(target).__name__}")
+    if logits.dim() != 3 or tuple(target.shape) != tuple(logits.shape[:2]):
+        raise ValueError(f"logits must be (B, T, V) and target (B, T), got {tuple(logits.shape)} and "
+                         f"{tuple(target.shape)}")
+    if not (target != pad_id).any():
+        raise ValueError(f"target must hold at least one token that is not padding (pad_id={pad_id})")
+    log_p = logits.float().log_softmax(dim=-1)  # (B, T, V)
+    picked = log_p.gather(-1, target[..., None])[..., 0]  # log p(y_t), (B, T)
+    keep = target != pad_id  # (B, T): no loss on padding
+    return -picked[keep].mean()

@@ -2,8 +2,9 @@
 
 A deck that trains models and measures speed while it builds should not retrain after an
 edit to an unrelated slide. :func:`cached` keys a result by a name, the inputs that
-determine it and the source of this package, so any change to the package's code or to
-the inputs computes it again, and nothing else does:
+determine it, the source of this package and the kernels that compute it (PyTorch's
+version and CPU capability, :func:`kernels`), so any change to the package's code, to the
+inputs or to the kernels computes it again, and nothing else does:
 
     result = cached("pronoun-model", lambda: train(config), inputs={"config": config})
 
@@ -82,6 +83,14 @@ def package_digest() -> str:
     return h.hexdigest()
 
 
+def kernels() -> dict:
+    """What else decides a result besides its inputs and the package: PyTorch's version and
+    the CPU kernels it runs (``ATEN_CPU_CAPABILITY``: AVX-512, AVX2 or the default ones
+    train a model to other last bits, and so to another model). A build under other
+    kernels computes its results again instead of loading another build's."""
+    return {"torch": torch.__version__, "cpu_capability": torch.backends.cpu.get_cpu_capability()}
+
+
 def _plain(value: Any) -> Any:
     """A JSON-able stand-in for ``value`` that changes whenever ``value`` does."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
@@ -103,7 +112,8 @@ def cache_key(name: str, inputs: dict) -> str:
     """The file stem for ``name`` computed from ``inputs`` by this package's source."""
     if not isinstance(name, str) or not name or not name.replace("-", "").replace("_", "").isalnum():
         raise ValueError(f"name must be a non-empty string of letters, digits, '-' and '_', got {name!r}")
-    payload = json.dumps({"inputs": _plain(inputs), "package": package_digest()}, sort_keys=True)
+    payload = json.dumps({"inputs": _plain(inputs), "package": package_digest(), "kernels": kernels()},
+                         sort_keys=True)
     return f"{name}-{hashlib.sha256(payload.encode()).hexdigest()[:20]}"
 
 

@@ -8,6 +8,8 @@ score, and those pruned. It follows :func:`transformer_lab.beam_search` rule for
 (the best 2k extensions per step; EOS among the top k finishes; the best k others go on)
 but recomputes the whole prefix at each step instead of using the cache, which is slower
 and clearer; a test checks that its best hypothesis is ``beam_search``'s.
+:func:`output_layer` catches the last decoder vector of one step on its way into the
+output projection, so a slide can compute the logits and the softmax by hand.
 
 Shapes: S source length, L prefix length, k beam size, V vocabulary.
 """
@@ -72,6 +74,36 @@ def greedy_step_table(model: Transformer, src: torch.Tensor, bos_id: int, eos_id
         if chosen == eos_id:
             break
     return steps
+
+
+@dataclass(frozen=True)
+class OutputLayer:
+    """One decoding step at the output layer (Section 3.4): ``hidden`` (D,), the last
+    decoder vector at the prefix's last position; ``logits`` (V,) and ``probs`` (V,), what
+    the model itself computes from it (its output projection, then a softmax)."""
+
+    hidden: torch.Tensor
+    logits: torch.Tensor
+    probs: torch.Tensor
+
+
+@torch.no_grad()
+def output_layer(model: Transformer, src: torch.Tensor, prefix: list[int]) -> OutputLayer:
+    """Run ``model`` on ``src`` (1, S) and the target ``prefix`` (token ids, ``<bos>``
+    first) in evaluation mode and return the vector that enters its output projection at
+    the prefix's last position (caught by a forward hook, so the model runs unchanged),
+    with the logits and the probabilities it gives the next token."""
+    _check(model, src, 1)
+    if not prefix or not all(isinstance(i, int) for i in prefix):
+        raise ValueError(f"prefix must be a non-empty list of token ids, got {prefix!r}")
+    model.eval()
+    caught = []
+    hook = model.output_projection.register_forward_hook(lambda module, args, out: caught.append(args[0]))
+    try:
+        logits = model(src, torch.tensor([prefix], device=src.device))[0, -1]  # (V,)
+    finally:
+        hook.remove()
+    return OutputLayer(caught[0][0, -1], logits, torch.softmax(logits.float(), dim=-1))
 
 
 @dataclass(frozen=True)

@@ -74,6 +74,30 @@ def layer_gradient_norms(model: Transformer, src: Tensor, tgt_in: Tensor, tgt_ou
     return result
 
 
+def gradient_norms_by_placement(seed: int = 0, num_layers: int = 6) -> dict[str, list[float]]:
+    """The post-LN slide's measurement: per decoder layer, the gradient norm after one
+    backward pass of the label-smoothed loss, at initialisation, for a post-LN model (the
+    paper's, ``"post-LN (paper)"``) and a pre-LN one (``"pre-LN"``), d_model 128, 4 heads,
+    vocabulary 1,000, a batch of 16 random sentences; ``seed`` draws the batch and both
+    initialisations. The global random state is left as it was."""
+    from ..model import Transformer, TransformerConfig
+
+    state = torch.get_rng_state()
+    try:
+        generator = torch.Generator().manual_seed(seed)
+        src = torch.randint(4, 1000, (16, 20), generator=generator)  # (B, S)
+        tgt = torch.randint(4, 1000, (16, 21), generator=generator)  # (B, T + 1)
+        norms = {}
+        for name, norm_first in (("post-LN (paper)", False), ("pre-LN", True)):
+            torch.manual_seed(seed)
+            config = TransformerConfig(1000, 1000, d_model=128, num_heads=4, d_ff=512, num_layers=num_layers,
+                                       dropout=0.0, norm_first=norm_first)
+            norms[name] = layer_gradient_norms(Transformer(config), src, tgt[:, :-1], tgt[:, 1:])["decoder"]
+        return norms
+    finally:
+        torch.set_rng_state(state)
+
+
 def source_code(obj, start: str | None = None, stop: str | None = None, docstring: bool = False) -> str:
     """The source of a function, class or method of the package, as text.
 

@@ -21,7 +21,8 @@ from .style import DISPLAY_DPI, SLIDE_WIDTH_PX, TEXT_PT
 
 #: The widths (px) of the places a slide shows a figure: the whole slide, or one column of
 #: ``.columns`` at the given share of the slide's width (25%: the model map beside a slide).
-PLACES = {"slide": SLIDE_WIDTH_PX, "column 56%": 0.56 * SLIDE_WIDTH_PX, "column 50%": 0.5 * SLIDE_WIDTH_PX,
+PLACES = {"slide": SLIDE_WIDTH_PX, "column 64%": 0.64 * SLIDE_WIDTH_PX, "column 56%": 0.56 * SLIDE_WIDTH_PX,
+          "column 54%": 0.54 * SLIDE_WIDTH_PX, "column 50%": 0.5 * SLIDE_WIDTH_PX,
           "column 44%": 0.44 * SLIDE_WIDTH_PX, "column 25%": 0.25 * SLIDE_WIDTH_PX}
 
 

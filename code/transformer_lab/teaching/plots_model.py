@@ -161,3 +161,46 @@ def plot_scaling_argument(d_ks: Sequence[int] = (1, 4, 16, 64, 256, 1024), seed:
                ncol=3)
     return fig
 
+
+
+@styled
+def plot_position_rotation(d_model: int = 512, pairs: Sequence[int] = (0, 32), positions: int = 7,
+                           k: int = 2, starts: Sequence[int] = (0, 3)) -> Figure:
+    """Why sinusoids (Section 3.5): each (sin, cos) pair of the positional encoding is a
+    point on the unit circle, (PE(pos, 2i), PE(pos, 2i + 1)) = (sin(omega_i pos),
+    cos(omega_i pos)) with omega_i = 1 / 10000^(2i/d_model), so one step of position turns
+    it by the same angle omega_i wherever it is. One panel per pair index i in ``pairs``:
+    positions 0 to ``positions`` - 1 as numbered points, and an arrow from each pos in
+    ``starts`` to pos + ``k``: the same turn, k omega_i, from every start. That turn is
+    what :func:`~transformer_lab.relative_position_map` applies to every pair at once."""
+    checks.positive_even_int("d_model", d_model)
+    checks.positive_int("positions", positions)
+    checks.positive_int("k", k)
+    pairs, starts = list(pairs), list(starts)
+    if not pairs or not all(isinstance(i, (int, np.integer)) and 0 <= i < d_model // 2 for i in pairs):
+        raise ValueError(f"pairs must be a non-empty sequence of pair indices in [0, {d_model // 2}), got {pairs}")
+    if not all(isinstance(p, (int, np.integer)) and 0 <= p and p + k < positions for p in starts):
+        raise ValueError(f"starts must hold positions p with p + k < positions = {positions} (k = {k}), got {starts}")
+    table = sinusoidal_positional_encoding(positions, d_model, dtype=torch.float64).numpy()  # (L, D)
+    fig, axes = new_figure(None, 1, len(pairs), figsize=(3.1 * len(pairs), 2.8))  # two fill 64% of a slide
+    circle = np.linspace(0, 2 * math.pi, 200)
+    for a, i in zip(axes[0], pairs):
+        omega = 10000 ** (-2 * i / d_model)
+        x, y = table[:, 2 * i], table[:, 2 * i + 1]  # sin, cos
+        a.plot(np.sin(circle), np.cos(circle), color=OTHER["grey"], lw=1)
+        a.plot(x, y, "o", color=OTHER["ink"], ms=7)
+        for pos in range(positions):
+            a.annotate(str(pos), (x[pos], y[pos]), xytext=(1.22 * x[pos], 1.22 * y[pos]), ha="center", va="center")
+        for p in starts:
+            a.annotate("", (0.82 * x[p + k], 0.82 * y[p + k]), xytext=(0.82 * x[p], 0.82 * y[p]),
+                       arrowprops=dict(arrowstyle="-|>", color=OTHER["vermillion"], lw=2.2,
+                                       connectionstyle=f"arc3,rad={-0.25 if k * omega < math.pi else 0.25}"))
+        a.set_aspect("equal")
+        a.set_xlim(-1.45, 1.45)
+        a.set_ylim(-1.45, 1.45)
+        a.set_xticks([-1, 0, 1])
+        a.set_yticks([-1, 0, 1])
+        a.set_xlabel(f"PE(pos, {2 * i}) = sin")
+        a.set_ylabel(f"PE(pos, {2 * i + 1}) = cos")
+        a.set_title(f"pair i = {i}: ω = {omega:.2f}")
+    return fig

@@ -1,5 +1,7 @@
 """Figures of measured times: attention cost against length (Table 1) and the time of
-each decoding step with and without the key/value cache. They only draw; ``speed``
+each decoding step with and without the key/value cache; and the chains of matrix
+products a recurrent layer and a self-attention layer must run one after another
+(:func:`plot_sequential_products`, counted by ``scaling``). They only draw; ``speed``
 measures.
 """
 
@@ -14,7 +16,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import NullLocator
 
 from .. import checks
-from .scaling import LAYER_MAC_FORMULAS, layer_macs
+from .scaling import LAYER_MAC_FORMULAS, MatrixProduct, chain_summary, layer_macs
 from .style import (OTHER, SERIES_COLORS, WIDE_FIGSIZE, as_array, check_labels, finish_axes, new_figure, plain_log_axis,
                     styled)
 
@@ -138,4 +140,35 @@ def plot_decode_panels(panels: dict[str, dict[str, Sequence[float]]], window: in
     fig, axes = new_figure(None, 1, len(panels), figsize=(min(WIDE_FIGSIZE[0], 5.2 * len(panels)), 4.2))
     for a, (title, step_times_ms) in zip(axes[0], panels.items()):
         plot_decode_step_times(step_times_ms, window=window, title=title, ax=a)
+    return fig
+
+
+@styled
+def plot_sequential_products(chains: dict[str, Sequence[MatrixProduct]]) -> Figure:
+    """One panel per layer (``chains``: name -> its matrix products in the order they must
+    run, :func:`~transformer_lab.teaching.scaling.sequential_products`), sharing one axis:
+    product 1, 2, 3, ... each waiting for the one before. A bar's height is how many
+    positions that one product handles at once (its rows): a recurrent layer's state
+    products handle one position each, attention's handle all n. Titles give each chain's
+    length, and a line in each panel names its products (:func:`chain_summary`)."""
+    if not isinstance(chains, dict) or not chains:
+        raise ValueError(f"chains must be a non-empty dict of name -> matrix products, got {type(chains).__name__}")
+    for name, chain in chains.items():
+        if not chain or not all(isinstance(p, MatrixProduct) for p in chain):
+            raise ValueError(f"chains[{name!r}] must be a non-empty sequence of MatrixProduct")
+    longest = max(len(chain) for chain in chains.values())
+    tallest = max(p.rows for chain in chains.values() for p in chain)
+    fig, axes = new_figure(None, len(chains), 1, figsize=(10.0, 1.5 * len(chains) + 0.3))  # a slide below its title
+    colors = (OTHER["vermillion"], OTHER["ink"], OTHER["sky"])  # not a query, key or value: no role colour
+    for i, (a, (name, chain)) in enumerate(zip(axes[:, 0], chains.items())):
+        a.bar(np.arange(1, len(chain) + 1), [p.rows for p in chain], width=0.8, color=colors[i % len(colors)])
+        a.set_xlim(0.3, longest + 0.7)
+        a.set_ylim(0, tallest * 1.05)
+        a.set_yticks([1, tallest])
+        a.set_title(f"{name}: {len(chain)} products in a row", loc="left")
+        a.set_ylabel("positions")
+        a.text(0.99, 0.55, chain_summary(chain), transform=a.transAxes, ha="right", va="center")
+    axes[-1, 0].set_xlabel("matrix products, in the order they must run (each needs the one before)")
+    for a in axes[:-1, 0]:
+        a.tick_params(labelbottom=False)
     return fig

@@ -18,39 +18,50 @@ from .style import LIGHT, OTHER, WIDE_FIGSIZE, as_array, check_labels, styled
 ANTECEDENT, OTHER_NOUN, OTHER_WORD = OTHER["ink"], OTHER["grey"], LIGHT
 
 
+def percent(share) -> str:
+    """A share (a float or a one-element tensor of any dtype) as a whole percentage, rounded
+    from its float64 value: the bar labels and the sentences under them (``deck_claims``)
+    print one share the same way (a float32 0.865 is 86.500001%, so 87, on both)."""
+    return f"{100 * float(share):.0f}"
+
+
 @styled
-def plot_antecedent_heads(more_on_antecedent, weight_on_antecedent, weight_on_other,
+def plot_antecedent_heads(more_on_antecedent, place_if_place, place_if_animal,
                           title: str | None = None) -> Figure:
-    """Every encoder head's pronoun statistic, two panels over heads grouped by layer:
-    left, the share of sentences where "it" puts more weight on its antecedent than on the
-    other noun (chance: 50%); right, the mean weight on each noun. Inputs are (L, H)."""
+    """Every encoder head's pronoun statistics, two panels over heads grouped by layer.
+    Left: the share of sentences where "it" puts more weight on its antecedent than on the
+    other noun (chance: 50%). Right: the share where "it" weights the place above the
+    animal, right or wrong, apart for the sentences where the place is meant
+    (``place_if_place``) and where the animal is (``place_if_animal``): a head that knows
+    which noun is meant draws two bars far apart; a head whose choice cannot depend on the
+    meaning (layer 0: its keys are the input vectors) draws two bars alike. Inputs are (L, H)."""
     more = as_array(more_on_antecedent, "more_on_antecedent", 2, "(L, H)")
-    right = as_array(weight_on_antecedent, "weight_on_antecedent", 2, "(L, H)")
-    other = as_array(weight_on_other, "weight_on_other", 2, "(L, H)")
-    if not more.shape == right.shape == other.shape:
-        raise ValueError(f"the three statistics must have one shape (L, H), got {more.shape}, {right.shape}, "
-                         f"{other.shape}")
+    if_place = as_array(place_if_place, "place_if_place", 2, "(L, H)")
+    if_animal = as_array(place_if_animal, "place_if_animal", 2, "(L, H)")
+    if not more.shape == if_place.shape == if_animal.shape:
+        raise ValueError(f"the three statistics must have one shape (L, H), got {more.shape}, {if_place.shape}, "
+                         f"{if_animal.shape}")
     L, H = more.shape
     x = np.arange(L * H) + np.repeat(np.arange(L), H) * 0.8  # a gap between layers
     labels = [f"{h}" for _ in range(L) for h in range(H)]
     fig = Figure(figsize=(WIDE_FIGSIZE[0], 4.4), layout="constrained")
-    left, mean = fig.subplots(1, 2)
+    left, right = fig.subplots(1, 2)
     shades = [OTHER_NOUN if layer < L - 1 else ANTECEDENT for layer in range(L) for _ in range(H)]
     bars = left.bar(x, 100 * more.reshape(-1), color=shades, width=0.8)
-    left.bar_label(bars, [f"{100 * v:.0f}" for v in more.reshape(-1)], padding=2)
+    left.bar_label(bars, [percent(v) for v in more.reshape(-1)], padding=2)
     left.axhline(50, color=OTHER["ink"], linestyle="--", linewidth=1.2, label="chance")
     left.legend(loc="upper left")
     left.set_ylim(0, 112)
     left.set_ylabel("% of sentences")
     left.set_title("more weight on the antecedent")
     width = 0.4
-    mean.bar(x - width / 2, right.reshape(-1), width, color=ANTECEDENT, label="antecedent")
-    mean.bar(x + width / 2, other.reshape(-1), width, color=OTHER_NOUN, label="other noun")
-    mean.set_ylabel("mean weight from \"it\"")
-    mean.set_title("mean attention weight")
-    mean.legend(loc="upper left")
-    mean.set_ylim(0, max(0.05, float(max(right.max(), other.max()))) * 1.3)
-    for a in (left, mean):
+    right.bar(x - width / 2, 100 * if_place.reshape(-1), width, color=ANTECEDENT, label="the place is meant")
+    right.bar(x + width / 2, 100 * if_animal.reshape(-1), width, color=OTHER_NOUN, label="the animal is meant")
+    right.set_ylabel("% of sentences")
+    right.set_title("\"it\" weights the place above the animal")
+    right.legend(loc="upper left")
+    right.set_ylim(0, 135)
+    for a in (left, right):
         a.set_xticks(x, labels)
         a.set_xlabel("   ".join(f"layer {layer}" for layer in range(L)) + " (head)")
     if title:

@@ -1,5 +1,6 @@
 """Training figures (Section 5): the learning-rate schedule, label smoothing, training
-curves, and per-layer gradient norms at initialisation (post-LN against pre-LN).
+curves, per-layer gradient norms at initialisation (post-LN against pre-LN), and the
+training and validation loss of runs with and without dropout (:func:`plot_dropout_runs`).
 """
 
 from __future__ import annotations
@@ -154,3 +155,34 @@ def plot_layer_gradient_norms(norms: dict[str, Sequence[float]], title: str | No
     finish_axes(a, "layer (1 = nearest the input)", "gradient norm", title)
     return fig
 
+
+
+@styled
+def plot_dropout_runs(runs: Sequence[Mapping], title: str = "solid: validation · dashed: training",
+                      ax: Axes | None = None) -> Figure:
+    """The runs of :func:`~transformer_lab.teaching.dropout.dropout_runs` against the step:
+    per dropout rate one colour (named in the legend, top right, above the curves' ends),
+    the validation loss solid and the training loss (both in evaluation mode) dashed, as the
+    title says, so the gap between a rate's two lines is what it failed to generalise."""
+    runs = list(runs)
+    if not runs:
+        raise ValueError("runs must hold at least one run (dropout_runs())")
+    fig, axes = new_figure(ax, figsize=(5.4, 3.2))  # a column of 54% of a slide
+    a = axes[0, 0]
+    colors = (OTHER["vermillion"], OTHER["ink"], OTHER["sky"], OTHER["purple"])
+    top = 0.0
+    for i, run in enumerate(runs):
+        missing = {"rate", "steps", "train_loss", "validation_loss"} - set(run)
+        if missing:
+            raise ValueError(f"runs[{i}] lacks {sorted(missing)}")
+        color, name = colors[i % len(colors)], f"P_drop = {run['rate']:g}"
+        a.plot(run["steps"], run["validation_loss"], "-o", ms=4, color=color, label=name)
+        a.plot(run["steps"], run["train_loss"], "--", color=color)
+        top = max(top, *run["validation_loss"], *run["train_loss"])
+    a.set_xlabel("training step")
+    a.set_ylabel("loss (nats per token)")
+    a.set_ylim(0.0, 1.15 * top)
+    if title:
+        a.set_title(title)
+    a.legend(loc="upper right")  # the curves fall from the top left: the top right is free
+    return fig

@@ -8,7 +8,9 @@ to, and how often more than on the other noun?
 
     stats = antecedent_attention(model, src_vocab, data.test)
     stats.more_on_antecedent     # (L, H) share of sentences: weight(antecedent) > weight(other noun)
-    stats.best_head()            # (layer, head) with the largest share
+    choice = contrast_head(model, src_vocab, [(tired, "cat"), (wide, "road")])
+    choice.layer, choice.head    # the last layer's head that separates these sentences' nouns best
+    choice.near                  # every head within the rule's margin of it: a claim must hold for each
 
 Shapes: L encoder layers, H heads, N sentences, S source length.
 """
@@ -38,11 +40,6 @@ class AntecedentAttention:
     weight_on_antecedent: torch.Tensor  # (L, H)
     weight_on_other: torch.Tensor  # (L, H)
     examples: int
-
-    def best_head(self) -> tuple[int, int]:
-        """(layer, head) whose share of sentences is the largest."""
-        flat = int(self.more_on_antecedent.argmax())
-        return divmod(flat, self.more_on_antecedent.size(1))
 
 
 def noun_positions(sentence: str, antecedent: str, nouns: Sequence[str] = ANIMALS + PLACES) -> tuple[int, int, int]:
@@ -110,13 +107,59 @@ def antecedent_attention_by_kind(model: Transformer, src_vocab: Vocabulary,
     return {kind: antecedent_attention(model, src_vocab, pairs) for kind, pairs in kinds.items()}
 
 
-def head_for_both_kinds(model: Transformer, src_vocab: Vocabulary,
-                        examples: Sequence[tuple[str, str]]) -> tuple[int, int]:
-    """(layer, head) that prefers the antecedent most often in sentences about the animal
-    AND about the place: per head, the share of :func:`antecedent_attention` is taken on
-    each kind of antecedent apart and the worse of the two counts. Some heads find the
-    animal almost always and the place far less often; :meth:`AntecedentAttention.best_head`
-    over all sentences would pick such a head."""
-    by_kind = antecedent_attention_by_kind(model, src_vocab, examples)
-    share = torch.minimum(by_kind["animal"].more_on_antecedent, by_kind["place"].more_on_antecedent)
-    return divmod(int(share.argmax()), share.size(1))
+def place_preference(model: Transformer, src_vocab: Vocabulary,
+                     examples: Sequence[tuple[str, str]]) -> dict[str, torch.Tensor]:
+    """(L, H) per kind of antecedent: the share of sentences in which "it" weights the place
+    above the animal, right or wrong, over the sentences whose antecedent is the place
+    (``"place"``) and those whose antecedent is the animal (``"animal"``). A head whose
+    choice between the nouns cannot depend on the meaning gives both about the same share."""
+    out = {}
+    for kind in ("place", "animal"):
+        subset = [(s, next(w for w in s.split() if w in PLACES)) for s, n in examples
+                  if (n in PLACES) == (kind == "place")]
+        if not subset:
+            raise ValueError(f"examples must hold sentences about both an animal and a place, got none whose "
+                             f"antecedent is the {kind}")
+        out[kind] = antecedent_attention(model, src_vocab, subset).more_on_antecedent
+    return out
+
+
+@dataclass(frozen=True)
+class HeadChoice:
+    """A head chosen by :func:`contrast_head`'s rule. ``ratio`` (H,) is the rule's statistic
+    for every head of ``layer``; ``near`` holds the heads whose ratio is within the rule's
+    margin of the chosen one (itself included), in order of ratio: another build may rank
+    them the other way round, so what a slide says of the chosen head must hold for each."""
+
+    layer: int
+    head: int
+    ratio: torch.Tensor  # (H,)
+    near: tuple[int, ...]
+
+
+def contrast_head(model: Transformer, src_vocab: Vocabulary, pairs: Sequence[tuple[str, str]],
+                  layer: int = -1, margin: float = 2.0) -> HeadChoice:
+    """The head of ``layer`` (default: the last) whose weights from "it" tell the nouns of
+    ``pairs`` of (sentence, antecedent) apart best. Per head, the statistic is the smallest,
+    over the pairs, of weight(antecedent) / weight(other noun): a head that reads "cat" in
+    one sentence and "road" in the other scores high only if it does both. The chosen head
+    has the largest; ``near`` lists every head within a factor ``margin`` of it (ties and
+    near-ties), so that a claim checked on all of them cannot rest on a tie-break."""
+    if not pairs:
+        raise ValueError("pairs must hold at least one (sentence, antecedent) pair")
+    if not margin >= 1.0:
+        raise ValueError(f"margin must be a factor of at least 1, got {margin!r}")
+    num_layers = model.config.num_layers
+    if not -num_layers <= layer < num_layers:
+        raise ValueError(f"layer must be in [-{num_layers}, {num_layers}), got {layer}")
+    layer %= num_layers
+    ratios = []
+    for sentence, antecedent in pairs:
+        it, right, other = noun_positions(sentence, antecedent)
+        weights = encoder_attention(model, src_vocab, [sentence])[layer, 0, :, it]  # (H, S)
+        ratios.append(weights[:, right] / weights[:, other].clamp_min(1e-12))       # (H,)
+    ratio = torch.stack(ratios).amin(0)  # (H,): the worse of the pairs
+    best = int(ratio.argmax())
+    order = ratio.argsort(descending=True).tolist()
+    near = tuple(h for h in order if ratio[h] * margin >= ratio[best])
+    return HeadChoice(layer, best, ratio, near)

@@ -16,7 +16,7 @@ prefix and the work that does not (the key/value cache slide).
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from typing import NamedTuple, Sequence
 
 import torch
 from torch import nn
@@ -176,9 +176,11 @@ def cached_step_macs(d_model: int, d_ff: int, num_layers: int, vocab_size: int, 
     """Multiply-adds of one cached greedy decoding step at output ``position`` t, batch 1:
 
     - ``weights``: every decoder layer's projections (self-attention q, k, v, o: 4 d^2;
-      cross-attention q and o: 2 d^2, its keys and values are projected once from the
-      memory) and feed-forward (2 d d_ff), plus the output projection (d V). It does not
-      depend on t.
+      cross-attention q and o: 2 d^2) and feed-forward (2 d d_ff), plus the output
+      projection (d V). It does not depend on t.
+    - ``memory``: the cross-attention keys and values of the memory, projected once, by the
+      first step (t = 1): 2 S d^2 per layer; 0 at every later step, which reads them from
+      the cache.
     - ``attention``: per layer, Q K^T and weights times V over the t cached positions
       (2 t d) and over the S source positions (2 S d). It grows as O(t d) (Table 1's
       n^2 d, one query row at a time)."""
@@ -186,8 +188,9 @@ def cached_step_macs(d_model: int, d_ff: int, num_layers: int, vocab_size: int, 
                         ("vocab_size", vocab_size), ("position", position), ("src_len", src_len)):
         checks.positive_int(name, value)
     weights = num_layers * (6 * d_model * d_model + 2 * d_model * d_ff) + d_model * vocab_size
+    memory = num_layers * 2 * src_len * d_model * d_model if position == 1 else 0
     attention = num_layers * 2 * d_model * (position + src_len)
-    return {"weights": weights, "attention": attention}
+    return {"weights": weights, "memory": memory, "attention": attention}
 
 
 def multi_head_macs(length: int, d_model: int, num_heads: int) -> dict[str, int]:
@@ -204,3 +207,62 @@ def multi_head_macs(length: int, d_model: int, num_heads: int) -> dict[str, int]
     d_k = d_model // num_heads
     return {"projections": 4 * length * d_model * num_heads * d_k,
             "attention": 2 * length * length * num_heads * d_k}
+
+
+class MatrixProduct(NamedTuple):
+    """One matrix product of a layer: ``name``, its operands' shapes (rows, inner, columns),
+    how many such products run side by side (``count``: the heads, the three gates fused
+    into one) and its multiply-adds (``macs``: count x rows x inner x columns)."""
+
+    name: str
+    rows: int
+    inner: int
+    columns: int
+    count: int = 1
+
+    @property
+    def macs(self) -> int:
+        return self.count * self.rows * self.inner * self.columns
+
+
+def sequential_products(length: int, d_model: int = 512, num_heads: int = 8) -> dict[str, list[MatrixProduct]]:
+    """The matrix products of one layer over one sentence of ``length`` n positions (batch
+    1, forward pass), in the order they must run: each needs the one before it.
+
+    - ``GRU`` (the recurrent layer :func:`attention_vs_recurrence` times, three gates
+      fused as PyTorch stores them): the input projection of all n positions at once, an
+      (n, d) x (d, 3d) product, then n hidden-state products (1, d) x (d, 3d), step t
+      waiting for the state of step t - 1: 1 + n products in a row (Table 1's O(n)
+      sequential operations). Total 6 n d^2, as :data:`LAYER_MAC_TERMS`.
+    - ``self-attention`` (Section 3.2.2): the projections Q, K, V of all n positions
+      ((n, d) x (d, 3d)), the h score matrices Q K^T ((n, d_k) x (d_k, n) each), the h
+      weighted sums of V ((n, n) x (n, d_v) each), the output projection W^O ((n, d) x
+      (d, d)): 4 products in a row whatever n is (O(1)); the softmax between the second
+      and the third is elementwise. Total 4 n d^2 + 2 n^2 d.
+
+    A batch of sentences widens every product (more rows) and changes neither chain."""
+    checks.positive_int("length", length)
+    checks.positive_int("d_model", d_model)
+    checks.positive_int("num_heads", num_heads)
+    if d_model % num_heads:
+        raise ValueError(f"d_model={d_model} must be divisible by num_heads={num_heads}")
+    n, d, d_k = length, d_model, d_model // num_heads
+    gru = [MatrixProduct("input projection", n, d, 3 * d)]
+    gru += [MatrixProduct("state product", 1, d, 3 * d) for _ in range(n)]  # h_t from h_(t-1)
+    attention = [MatrixProduct("Q, K, V projections", n, d, 3 * d),
+                 MatrixProduct("Q Kᵀ", n, d_k, n, num_heads),
+                 MatrixProduct("weights × V", n, n, d_k, num_heads),
+                 MatrixProduct("output projection", n, d, d)]
+    return {"GRU": gru, "self-attention": attention}
+
+
+def chain_summary(chain: Sequence[MatrixProduct]) -> str:
+    """A chain of products in words, runs of one name counted: "input projection → 50 ×
+    state product"."""
+    runs: list[list] = []
+    for product in chain:
+        if runs and runs[-1][0] == product.name:
+            runs[-1][1] += 1
+        else:
+            runs.append([product.name, 1])
+    return " → ".join(name if count == 1 else f"{count} × {name}" for name, count in runs)

@@ -27,8 +27,11 @@
 -- bold "?@fig-a" (deckbuild warns about it with its file and line).
 
 local TITLE = "Figure"
+-- fig-cap-location (metadata deckbuild-fig-cap-location): bottom, top or margin
+local cap_location = "bottom"
 local NBSP = "\u{a0}"
 local number = {}
+local eq_count = 0
 
 local function is_fig(id)
   return id ~= nil and id:match("^fig%-") ~= nil
@@ -62,18 +65,26 @@ local function float(id, content, caption, align)
   end
   label:extend(caption)
   local cap_id = is_fig(id) and (id .. "-caption") or ""
-  local cap_classes = "quarto-float-caption-bottom quarto-float-caption quarto-float-fig"
+  local cap_classes = "quarto-float-caption-" .. cap_location .. " quarto-float-caption quarto-float-fig"
   if #caption == 0 then cap_classes = cap_classes .. " quarto-uncaptioned" end
   local described = cap_id ~= "" and { ["aria-describedby"] = cap_id } or {}
   local id_attr = cap_id ~= "" and (' id="' .. cap_id .. '"') or ""
-  return pandoc.Div({
-    pandoc.RawBlock("html", '<figure class="quarto-float quarto-float-fig">'),
-    pandoc.Div(strip_captions(content), pandoc.Attr("", {}, described)),
+  local body = pandoc.Div(strip_captions(content), pandoc.Attr("", {}, described))
+  local cap = {
     pandoc.RawBlock("html", "<figcaption" .. id_attr .. ' class="' .. cap_classes .. '">'),
     pandoc.Plain(label),
     pandoc.RawBlock("html", "</figcaption>"),
-    pandoc.RawBlock("html", "</figure>"),
-  }, pandoc.Attr(id, { "quarto-float", "quarto-figure", "quarto-figure-" .. (align or "center") }))
+  }
+  local blocks = { pandoc.RawBlock("html", '<figure class="quarto-float quarto-float-fig">') }
+  if cap_location == "top" then
+    for _, b in ipairs(cap) do blocks[#blocks + 1] = b end
+    blocks[#blocks + 1] = body
+  else
+    blocks[#blocks + 1] = body
+    for _, b in ipairs(cap) do blocks[#blocks + 1] = b end
+  end
+  blocks[#blocks + 1] = pandoc.RawBlock("html", "</figure>")
+  return pandoc.Div(blocks, pandoc.Attr(id, { "quarto-float", "quarto-figure", "quarto-figure-" .. (align or "center") }))
 end
 
 -- the alignment an image asks for (fig-align, or the classes it was given for it)
@@ -90,13 +101,15 @@ end
 -- <figure> around blocks, in a div with the alignment classes when there is one
 local function plain_figure(id, blocks, caption, align)
   local content = pandoc.Blocks({ pandoc.RawBlock("html", "<figure>") })
-  content:extend(blocks)
+  local cap = nil
   if caption and #caption > 0 then
-    local cap = pandoc.Inlines({ pandoc.RawInline("html", "<figcaption>") })
+    cap = pandoc.Inlines({ pandoc.RawInline("html", "<figcaption>") })
     cap:extend(caption)
     cap:insert(pandoc.RawInline("html", "</figcaption>"))
-    content:insert(pandoc.Plain(cap))
   end
+  if cap and cap_location == "top" then content:insert(pandoc.Plain(cap)) end
+  content:extend(blocks)
+  if cap and cap_location ~= "top" then content:insert(pandoc.Plain(cap)) end
   content:insert(pandoc.RawBlock("html", "</figure>"))
   local classes = align and { "quarto-figure", "quarto-figure-" .. align } or {}
   return pandoc.Div(content, pandoc.Attr(id or "", classes))
@@ -184,11 +197,46 @@ local function div(d)
   return float(d.identifier, content, caption)
 end
 
+-- labelled display maths ($$ ... $$ {#eq-a}): numbered in document order, as Quarto
+-- numbers them (src/resources/filters/crossref/equations.lua): the formula gets \tag{N}
+-- and a span with the label's id around it
+local EQ_TITLE = "Equation"
+local function equation_label(el)
+  return el and el.t == "Str" and el.text:match("^{#(eq%-[%w%-_:.]+)}$")
+end
+
+local function equations(blocks_el)
+  local content = blocks_el.content
+  local out, i, changed = pandoc.Inlines({}), 1, false
+  while i <= #content do
+    local el = content[i]
+    local j = (content[i + 1] and content[i + 1].t == "Space") and i + 2 or i + 1
+    local id = el.t == "Math" and el.mathtype == "DisplayMath" and equation_label(content[j])
+    if id then
+      if not number[id] then
+        eq_count = eq_count + 1
+        number[id] = eq_count
+      end
+      local text = el.text:gsub("%s+$", "") .. "\n\\tag{" .. number[id] .. "}"
+      out:insert(pandoc.Span({ pandoc.Math("DisplayMath", text) }, pandoc.Attr(id)))
+      i, changed = j + 1, true
+    else
+      out:insert(el)
+      i = i + 1
+    end
+  end
+  if changed then
+    blocks_el.content = out
+    return blocks_el
+  end
+end
+
 local function reference(c)
   local id = c.id:sub(1, 1):lower() .. c.id:sub(2)
   if not number[id] then
     return { pandoc.Strong({ pandoc.Str("?@" .. c.id) }) }
   end
+  local title = id:match("^eq%-") and EQ_TITLE or TITLE
   local text
   if c.mode == "SuppressAuthor" then
     text = pandoc.Inlines({ pandoc.Str(tostring(number[id])) })
@@ -196,14 +244,14 @@ local function reference(c)
     text = pandoc.Inlines(c.prefix)
     text:insert(pandoc.Str(NBSP .. number[id]))
   else
-    text = pandoc.Inlines({ pandoc.Str(TITLE .. NBSP .. number[id]) })
+    text = pandoc.Inlines({ pandoc.Str(title .. NBSP .. number[id]) })
   end
   return { pandoc.Link(text, "#" .. id, "", pandoc.Attr("", { "quarto-xref" })) }
 end
 
 local function cite(el)
   for _, c in ipairs(el.citations) do
-    if not c.id:match("^[Ff]ig%-") then return nil end
+    if not (c.id:match("^[Ff]ig%-") or c.id:match("^[Ee]q%-")) then return nil end
   end
   local out = pandoc.Inlines({})
   for i, c in ipairs(el.citations) do
@@ -213,8 +261,20 @@ local function cite(el)
   return out
 end
 
+-- with fig-cap-location: margin, Quarto marks a figure's image margin-caption
+local function margin_image(img)
+  if cap_location == "margin" and img.classes:includes("quarto-figure")
+      and not img.classes:includes("margin-caption") then
+    img.classes:insert(1, "margin-caption")
+    return img
+  end
+end
+
 function Pandoc(doc)
+  local loc = doc.meta["deckbuild-fig-cap-location"]
+  cap_location = loc and pandoc.utils.stringify(loc) or "bottom"
   count(doc)
+  doc = doc:walk({ traverse = "topdown", Para = equations, Plain = equations })
   doc = doc:walk({ Figure = figure, Para = para, Div = div, Cite = cite })
-  return doc:walk({ Image = image })
+  return doc:walk({ Image = image }):walk({ Image = margin_image })
 end
