@@ -7,7 +7,11 @@ the single-process gradient of the union. Dropout is 0 so both runs are determin
 The Adam set-up is the same code path (``train_step``); the CLI runs it under ``torchrun``.
 """
 
+import faulthandler
+import os
 import socket
+import sys
+import time
 
 import pytest
 import torch
@@ -16,8 +20,12 @@ import torch.multiprocessing as mp
 from torch.nn.parallel import DistributedDataParallel
 
 import transformer_lab as tl
+from transformer_lab.distributed import DistInfo, gloo_loopback_if_single_node, init_distributed, shutdown_distributed
 
 WORLD, STEPS = 2, 3
+# Two ranks train 3 tiny steps in about 10 s; past this the test kills them and fails,
+# with each rank's stacks (faulthandler) in the output, rather than holding the suite.
+DEADLINE_S = 300
 
 
 def setup(seed=0):
@@ -36,7 +44,11 @@ def setup(seed=0):
 
 
 def worker(rank, port, path):
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=WORLD)
+    faulthandler.dump_traceback_later(DEADLINE_S - 30, exit=False, file=sys.stderr)
+    # what torchrun sets, so the ranks join through the CLI's own path (init_distributed)
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), LOCAL_RANK=str(rank),
+                      WORLD_SIZE=str(WORLD), LOCAL_WORLD_SIZE=str(WORLD))
+    init_distributed(DistInfo(rank, WORLD, rank), torch.device("cpu"))
     torch.set_num_threads(1)
     model, optimizer, scheduler, dataset, batches = setup()
     ddp = DistributedDataParallel(model)
@@ -48,7 +60,9 @@ def worker(rank, port, path):
         tl.train_step(ddp, batch, loss_fn, optimizer, scheduler, global_tokens=int(tokens), world_size=WORLD)
     if rank == 0:
         torch.save(model.state_dict(), path)
-    dist.destroy_process_group()
+    del ddp  # the wrapper goes before the group (see shutdown_distributed)
+    shutdown_distributed()
+    faulthandler.cancel_dump_traceback_later()
 
 
 def free_port():
@@ -60,7 +74,13 @@ def free_port():
 @pytest.mark.slow
 def test_two_gloo_processes_train_the_same_model_as_one(tmp_path):
     path = str(tmp_path / "rank0.pt")
-    mp.spawn(worker, args=(free_port(), path), nprocs=WORLD, join=True)
+    context = mp.start_processes(worker, args=(free_port(), path), nprocs=WORLD, join=False, start_method="spawn")
+    deadline = time.monotonic() + DEADLINE_S
+    while not context.join(timeout=1):
+        if time.monotonic() > deadline:
+            for process in context.processes:
+                process.kill()
+            pytest.fail(f"the {WORLD} gloo ranks did not finish within {DEADLINE_S} s; killed (stacks above)")
     distributed = torch.load(path, weights_only=True)
 
     model, optimizer, scheduler, dataset, batches = setup()
@@ -73,3 +93,14 @@ def test_two_gloo_processes_train_the_same_model_as_one(tmp_path):
         torch.testing.assert_close(distributed[name], value, rtol=1e-3, atol=1e-4)
         moved += not torch.equal(value, setup()[0].state_dict()[name])
     assert moved > 0  # the runs did train
+
+
+def test_one_machine_talks_over_the_loopback_unless_told_otherwise():
+    env = {"WORLD_SIZE": "2", "LOCAL_WORLD_SIZE": "2"}
+    assert gloo_loopback_if_single_node(env) and env["GLOO_SOCKET_IFNAME"] == "lo"
+    chosen = {"WORLD_SIZE": "2", "LOCAL_WORLD_SIZE": "2", "GLOO_SOCKET_IFNAME": "eth1"}
+    assert not gloo_loopback_if_single_node(chosen) and chosen["GLOO_SOCKET_IFNAME"] == "eth1"
+    two_machines = {"WORLD_SIZE": "4", "LOCAL_WORLD_SIZE": "2"}
+    assert not gloo_loopback_if_single_node(two_machines) and "GLOO_SOCKET_IFNAME" not in two_machines
+    plain = {}
+    assert not gloo_loopback_if_single_node(plain) and plain == {}

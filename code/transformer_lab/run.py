@@ -158,11 +158,15 @@ def _fit(config: RunConfig, info: DistInfo, device: torch.device, callbacks: Ite
         if state is not None:  # the intervals not given are the run's, as it evaluated and saved before
             config = resumed_config(config, state)
         init_distributed(info, device)
+        trainer = None
         try:
             trainer = _Trainer(config, run, info, device, files, list(callbacks) if info.is_main else [])
             trainer.restore(state)
             return trainer.train()
         finally:
+            # The DistributedDataParallel wrapper (trainer.ddp) must go before the group does:
+            # destroyed after it, it can hang the process at exit (see shutdown_distributed).
+            del trainer
             shutdown_distributed()
 
 
