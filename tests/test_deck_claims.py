@@ -43,3 +43,32 @@ def test_families_count_parameters_the_same_way():
     assert tl.count_parameters(seq2seq.decoder) > one_stack  # cross-attention in every layer
     # The full model adds a source table, a target table tied to the output, and the output bias.
     assert tl.count_parameters(seq2seq) == stacks + 2 * vocab * d + vocab
+
+
+@pytest.mark.parametrize("text, roles", [
+    ("the twenty-second of november two thousand twenty-six", {1: "day", 3: "month", 4: "year", 5: "year", 6: "year"}),
+    ("twenty-second november two thousand twenty-six", {0: "day", 1: "month", 2: "year", 3: "year", 4: "year"}),
+    ("november twenty-two , two thousand twenty-six", {1: "day", 0: "month", 3: "year", 4: "year", 5: "year"}),
+    ("november the twenty-second two thousand twenty-six", {2: "day", 0: "month", 3: "year", 4: "year", 5: "year"}),
+    ("sunday the twenty-second of november two thousand twenty-six",
+     {2: "day", 4: "month", 5: "year", 6: "year", 7: "year"}),
+])
+def test_the_words_of_each_part_of_a_date_are_found_in_every_wording(text, roles):
+    """The cross-attention slide counts rows reading 'the matching words' (cross-attention-aligns)."""
+    from transformer_lab.teaching.deck_claims import date_word_roles
+    assert date_word_roles(text.split(), "2026-11-22") == roles
+
+
+def test_a_phrase_of_another_date_is_refused():
+    from transformer_lab.teaching.deck_claims import date_word_roles
+    with pytest.raises(ValueError, match="not a wording of 2026-11-23"):
+        date_word_roles("the first of may nineteen fifty".split(), "2026-11-23")
+
+
+def test_every_wording_of_the_dates_task_is_understood():
+    """Every held-out example of the task parses, so the slide's statistic counts them all."""
+    from transformer_lab.teaching.deck_claims import date_word_roles
+    data = tl.make_task("dates", seed=0, num_train=10, num_validation=10, num_test=300)
+    for text, reference in data.test:
+        roles = date_word_roles(text.split(), reference)
+        assert sorted(set(roles.values())) == ["day", "month", "year"], (text, roles)

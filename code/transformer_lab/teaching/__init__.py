@@ -87,7 +87,8 @@ from .pronoun import (AntecedentAttention, antecedent_attention, antecedent_atte
                       HeadChoice, contrast_head, noun_positions, place_preference, weights_from_it)
 from .plots_trained import plot_antecedent_heads, plot_weights_from
 from .plots_beam import plot_beam_tree
-from .decoding_steps import BeamNode, BeamTree, DecodingStep, OutputLayer, beam_tree, greedy_step_table, output_layer
+from .decoding_steps import (BeamNode, BeamTree, DecodingStep, OutputLayer, beam_tree, greedy_step_table, output_layer,
+                             untrained_like)
 from .plots_families import Family, model_families, plot_model_families
 from .dropout import DROPOUT_SETTINGS, dropout_runs, final_losses
 from . import claims, deck_claims, mistakes, unspecified

@@ -106,6 +106,16 @@ def output_layer(model: Transformer, src: torch.Tensor, prefix: list[int]) -> Ou
     return OutputLayer(caught[0][0, -1], logits, torch.softmax(logits.float(), dim=-1))
 
 
+def untrained_like(model: Transformer, seed: int = 0) -> Transformer:
+    """A freshly initialised model of ``model``'s configuration, in evaluation mode: the same
+    shapes and vocabulary, no training. Seeded by ``seed`` (the same weights on every call),
+    without touching the global random state, so the cells after it draw what they drew before."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        fresh = type(model)(model.config)
+    return fresh.to(next(model.parameters()).device).eval()
+
+
 @dataclass(frozen=True)
 class BeamNode:
     """A candidate ranked at ``step``: ``parent`` is the node it extends (``None`` for the
