@@ -61,6 +61,13 @@ def test_the_chain_figure_has_one_bar_per_product_and_slide_sized_text():
     fig = tt.plot_sequential_products(chains)
     bars = [len(a.patches) for a in fig.axes]
     assert bars == [51, 4]
+    # a one-position product is drawn visibly beside a 50-position one (log axis): at least a
+    # sixth of the panel's height, where a linear axis drew it at 2%
+    gru = fig.axes[0]
+    fig.draw_without_rendering()
+    panel = gru.get_window_extent().height
+    one = gru.patches[1].get_window_extent()
+    assert gru.patches[1].get_height() == 1 and one.height >= panel / 6
     assert [a.get_title(loc="left") for a in fig.axes] == ["GRU: 51 products in a row",
                                                          "self-attention: 4 products in a row"]
     assert_slide_text(fig)

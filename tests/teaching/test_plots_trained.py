@@ -25,6 +25,12 @@ def test_the_head_statistic_draws_one_bar_per_head_with_its_percentage_and_a_cha
     labels = {t.get_text() for t in texts(fig)}
     assert {"90", "75", "chance"} <= labels and left.lines[0].get_ydata()[0] == 50
     assert min(t.get_fontsize() for t in texts(fig)) >= 15
+    # shares on a 0-100% axis on both panels: no tick above 100 (review of round 4: "axis to 120")
+    assert right.get_ylim() == (0, 100) and max(left.get_yticks()) == max(right.get_yticks()) == 100
+    fig.draw_without_rendering()   # lays it out: the legend sits under the panels, not over the bars
+    legend = fig.legends[0].get_window_extent()
+    assert right.get_legend() is None and legend.y1 <= right.xaxis.label.get_window_extent().y0
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == ["the place is meant", "the animal is meant"]
 
 
 def test_the_head_statistic_rejects_mismatched_shapes():
@@ -65,3 +71,15 @@ def test_a_bar_label_and_the_claim_under_the_figure_round_one_share_the_same_way
     assert labels == ["50", "50", "87", "95"]
     from transformer_lab.teaching.plots_trained import percent
     assert [percent(v) for v in share.reshape(-1)] == labels
+
+
+def test_a_weight_below_half_a_hundredth_is_labelled_as_the_notes_print_it():
+    # the opener's bar for the other noun said 0.00 while its notes said "< 0.01" (review of round 4)
+    from transformer_lab.teaching.deck_claims import weight as claimed
+    from transformer_lab.teaching.plots_trained import weight
+    weights = torch.tensor([0.003, 0.2, 0.5, 0.297])
+    fig = tt.plot_weights_from([weights], [["a", "b", "c", "d"]], [2], [0])
+    labels = [t.get_text() for t in fig.axes[0].texts if t.get_text()]
+    assert labels == ["< 0.01", "0.50"]
+    assert [weight(w) for w in (0.0049, 0.005, 0.5)] == ["< 0.01", "0.01", "0.50"]
+    assert claimed is weight

@@ -20,7 +20,7 @@ from ..inference import cross_attention, translate
 from .claims import Context, claim
 from .deck_models import CONTRAST_SENTENCE, RUNNING_SENTENCE
 from .introspection import gradient_norms_by_placement
-from .plots_trained import percent
+from .plots_trained import percent, weight
 from .pronoun import (antecedent_attention, antecedent_attention_by_kind, contrast_head, encoder_attention,
                       noun_positions, place_preference)
 
@@ -28,11 +28,6 @@ from .pronoun import (antecedent_attention, antecedent_attention_by_kind, contra
 PAIRS = ((RUNNING_SENTENCE, "cat"), (CONTRAST_SENTENCE, "road"))
 #: "more than five times": the opener's claim about the chosen head.
 MIN_RATIO = 5.0
-
-
-def weight(value: float) -> str:
-    """A weight as a slide prints it: two decimals, or "< 0.01" (never a misleading 0.00)."""
-    return f"{value:.2f}" if value >= 0.005 else "< 0.01"
 
 
 def share(value: float) -> str:
@@ -288,7 +283,7 @@ def smoothed_floor(vocab_size: int, smoothing: float = 0.1) -> float:
 @claim("dates-loss-floor", "A model learns to translate dates (notes)", "model",
        "The last validation loss, {loss:.3f}, sits {gap:.3f} above the floor: over the {V} output tokens the smoothed "
        "target puts {right:.3f} on the right one and {other:.4f} on each other, and its entropy, {floor:.3f} nats, is the "
-       "lowest loss any model can reach; token accuracy ends at {accuracy:.1f}%.",
+       "lowest label-smoothed loss any model can reach; token accuracy ends at {accuracy:.1f}%.",
        rule=lambda v: 0 <= v["gap"] < 0.05,
        rule_text="the last validation loss is within 0.05 nats above the smoothed targets' entropy",
        shown="loss {loss:.3f}, floor {floor:.3f}")
@@ -506,7 +501,7 @@ IMPOSSIBLE_DATE = "february thirtieth , two thousand one"
 
 
 @claim("explorer-not-a-confidence", "Type to the trained models (notes)", "model",
-       "The probabilities are not a confidence either: \"{impossible}\", a date that does not exist, comes out as "
+       "The probabilities are not a confidence: \"{impossible}\", a date that does not exist, comes out as "
        "{date} with every step at {lowest:.2f} or more; cut before the adjective, \"{truncated}\" still gets an "
        "answer, *{noun}* at {noun_p:.2f}.",
        rule=lambda v: v["lowest"] >= 0.5,
@@ -637,7 +632,7 @@ def date_alignment(result, layer: int = CROSS_LAYER, limit: int = 200) -> dict[s
 
 @claim("cross-attention-aligns", "Cross-attention on a date, out of order", "model",
        "Over {dates} held-out dates, the rows writing the year's digits put their largest weight on the year's words "
-       "in {year:.0%} of cases, the month's on the month in {month:.0%}, the day's on the day in {day:.0%}.",
+       "in {year:.1%} of cases, the month's on the month in {month:.1%}, the day's on the day in {day:.1%}.",
        rule=lambda v: v["pooled"] >= 0.75 and min(v["year"], v["month"], v["day"]) >= 0.4,
        rule_text="over 200 held-out dates (first decoder layer, mean over heads), at least 75% of all year, month "
                  "and day rows put their largest weight on the matching source words, and at least 40% of each "
@@ -1050,25 +1045,28 @@ def dropout_summary(ctx: Context) -> dict[float, dict[str, float]]:
 
 @claim("dropout-gap", DROPOUT_SLIDE, "model",
        "Validation minus training loss, over the last 3 evaluations: {gap0:.2f} nats without dropout, {gap1:.2f} "
-       "with P_drop = 0.1: with dropout, the dates it has not seen score closer to the 100 it trains on.",
+       "with P_drop = 0.1: with dropout, the dates it has not seen score closer to the 100 it trains on, {why}.",
        rule=lambda v: v["gap1"] <= 0.9 * v["gap0"],
        rule_text="the gap (validation - training loss, mean of the last 3 evaluations) with P_drop = 0.1 is at most "
                  "0.9 x the gap without dropout",
        shown="gap without {gap0:.3f}, with {gap1:.3f}")
 def _dropout_gap(ctx):
     f = dropout_summary(ctx)
-    return {"gap0": f[0.0]["gap"], "gap1": f[0.1]["gap"]}
+    train_up = f[0.1]["train"] - f[0.0]["train"]             # how much dropout kept the training loss up
+    validation_down = f[0.0]["validation"] - f[0.1]["validation"]
+    why = ("mostly because the training loss stays higher" if train_up > validation_down else
+           "mostly because the validation loss is lower")
+    return {"gap0": f[0.0]["gap"], "gap1": f[0.1]["gap"], "why": why}
 
 
 @claim("dropout-validation", DROPOUT_SLIDE + " (notes)", "model",
-       "On this build the validation loss ends at {val0:.2f} nats without dropout and {val1:.2f} with it (the training "
-       "loss at {train0:.2f} and {train1:.2f}): {verdict}")
+       "Averaged over the last 3 evaluations, the validation loss is {val0:.2f} nats without dropout and {val1:.2f} "
+       "with it (the training loss {train0:.2f} and {train1:.2f}). With one run each, read the validation difference, "
+       "{diff:+.2f} nats, as one sample, not a measured effect.")
 def _dropout_validation(ctx):
     f = dropout_summary(ctx)
     v0, v1 = f[0.0]["validation"], f[0.1]["validation"]
-    verdict = (f"dropout generalised better here, by {v0 - v1:.2f} nats." if v1 < v0 else
-               f"dropout did not help the validation loss in this short run ({v1 - v0:.2f} nats worse).")
-    return {"val0": v0, "val1": v1, "train0": f[0.0]["train"], "train1": f[0.1]["train"], "verdict": verdict}
+    return {"val0": v0, "val1": v1, "train0": f[0.0]["train"], "train1": f[0.1]["train"], "diff": v1 - v0}
 
 
 OUTPUT_SLIDE = "From the last decoder vector to probabilities"

@@ -163,8 +163,12 @@ def plot_sequential_products(chains: dict[str, Sequence[MatrixProduct]]) -> Figu
     for i, (a, (name, chain)) in enumerate(zip(axes[:, 0], chains.items())):
         a.bar(np.arange(1, len(chain) + 1), [p.rows for p in chain], width=0.8, color=colors[i % len(colors)])
         a.set_xlim(0.3, longest + 0.7)
-        a.set_ylim(0, tallest * 1.05)
-        a.set_yticks([1, tallest])
+        # a log axis: a product over one position must show beside one over all n (a linear axis
+        # drew the recurrent chain's one-position bars 2% high, invisible on a slide)
+        a.set_yscale("log")
+        a.set_ylim(0.5, tallest * 1.6)
+        a.set_yticks([1, tallest], [str(1), str(tallest)])
+        a.minorticks_off()
         a.set_title(f"{name}: {len(chain)} products in a row", loc="left")
         a.set_ylabel("positions")
         a.text(0.99, 0.55, chain_summary(chain), transform=a.transAxes, ha="right", va="center")

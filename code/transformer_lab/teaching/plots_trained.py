@@ -18,6 +18,12 @@ from .style import LIGHT, OTHER, WIDE_FIGSIZE, as_array, check_labels, styled
 ANTECEDENT, OTHER_NOUN, OTHER_WORD = OTHER["ink"], OTHER["grey"], LIGHT
 
 
+def weight(value) -> str:
+    """An attention weight as the slides print it: two decimals, or "< 0.01" (never a
+    misleading 0.00); the bar labels and the sentences under them (``deck_claims``) share it."""
+    return f"{float(value):.2f}" if float(value) >= 0.005 else "< 0.01"
+
+
 def percent(share) -> str:
     """A share (a float or a one-element tensor of any dtype) as a whole percentage, rounded
     from its float64 value: the bar labels and the sentences under them (``deck_claims``)
@@ -58,10 +64,13 @@ def plot_antecedent_heads(more_on_antecedent, place_if_place, place_if_animal,
     right.bar(x - width / 2, 100 * if_place.reshape(-1), width, color=ANTECEDENT, label="the place is meant")
     right.bar(x + width / 2, 100 * if_animal.reshape(-1), width, color=OTHER_NOUN, label="the animal is meant")
     right.set_ylabel("% of sentences")
-    right.set_title("\"it\" weights the place above the animal")
-    right.legend(loc="upper left")
-    right.set_ylim(0, 135)
+    right.set_title("\"it\" weights the place more")
+    # a share stays on a 0-100% axis: the legend goes under the panel, not on top of room above 100
+    fig.legend(*right.get_legend_handles_labels(), loc="outside lower right", ncol=2, columnspacing=0.8,
+               handlelength=1.2)
+    right.set_ylim(0, 100)
     for a in (left, right):
+        a.set_yticks(range(0, 101, 20))
         a.set_xticks(x, labels)
         a.set_xlabel("   ".join(f"layer {layer}" for layer in range(L)) + " (head)")
     if title:
@@ -88,7 +97,7 @@ def plot_weights_from(weights: Sequence, key_labels: Sequence[Sequence[str]], an
         words = check_labels(words, len(w), "key_labels", "key (S)")
         colors = [ANTECEDENT if i == right else OTHER_NOUN if i == other else OTHER_WORD for i in range(len(w))]
         bars = a.barh(np.arange(len(w)), w, color=colors)
-        a.bar_label(bars, [f"{v:.2f}" if i in (right, other) else "" for i, v in enumerate(w)], padding=3)
+        a.bar_label(bars, [weight(v) if i in (right, other) else "" for i, v in enumerate(w)], padding=3)
         a.set_yticks(np.arange(len(w)), words)
         a.invert_yaxis()
         a.set_xlim(0, 1.18 * max(float(r.max()) for r in rows))
