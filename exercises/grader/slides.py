@@ -20,7 +20,7 @@ SLIDES: dict[str, tuple[str, str]] = {
     "residual": ("04-layers.qmd", "Add & Norm: a residual connection, then LayerNorm"),
     "encoder": ("04-layers.qmd", "Encoder and decoder layers, with their shapes"),
     "decoder": ("04-layers.qmd", "Encoder and decoder layers, with their shapes"),
-    "causality": ("02-masks-heads.qmd", "Change one decoder input token: which outputs move?"),
+    "causality": ("a2-heads.qmd", "Change one decoder input token: which outputs move?"),
     "three-uses": ("04-layers.qmd", "One attention function, three uses, separate weights"),
     "learning-rate": ("06-training.qmd", "The learning-rate schedule: equation (3)"),
     "label-smoothing": ("06-training.qmd", "Label smoothing: a softer target (Section 5.4)"),

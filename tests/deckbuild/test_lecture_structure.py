@@ -106,6 +106,7 @@ ANSWERS = {
     "it-reads-its-noun": ["cat", "road"],
     "equation-1": ["(t, s)", "t, s", "(5, 7)", "t by s"],
     "heads-cost": ["same", "equal", "none", "no more", "cost no"],
+    "heads-on-our-sentence": ["differ", "different", "same word", "all read"],
     "shuffle": ["equivariant", "same", "order", "does not see", "shuffled"],
     "table1": ["smaller", "larger", "attention is", "recurrence is", "cheaper"],
     "causality": ["0 to 4", "untouched", "unchanged", "later", "only"],
