@@ -144,11 +144,10 @@ def test_every_part_ends_with_a_recap_naming_its_exercises_and_the_command():
 BEYOND_THE_PAPER = {"ex15_rotary.py": "since-2017", "ex16_grouped_query_attention.py": "since-2017"}
 
 
-# In lecture order: attention on the sentence (part 1), its heads (2), its tokens (3), decoding
-# (6), the explorer (7). Its vectors and its cross-attention are deep dives (appendix), within
-# the 90 minutes of issue 30.
-RUNNING_EXAMPLE = ["it-reads-its-noun", "heads-on-our-sentence", "our-sentence-tokens", "our-sentence-decoded",
-                   "explorer-slide"]
+# In lecture order: attention on the sentence (part 1), its heads (2), decoding (6), the
+# explorer (7). Its tokens, vectors and cross-attention are deep dives (appendix), within the
+# 90 minutes of issue 30.
+RUNNING_EXAMPLE = ["it-reads-its-noun", "heads-on-our-sentence", "our-sentence-decoded", "explorer-slide"]
 
 
 def test_the_running_example_is_traced_through_the_lecture_in_order():

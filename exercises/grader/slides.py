@@ -14,7 +14,7 @@ SLIDES: dict[str, tuple[str, str]] = {
     "empty-row": ("a2-heads.qmd", "A query that may see nothing"),
     "heads": ("02-masks-heads.qmd", "Multi-head attention: $h$ smaller heads"),
     "multi-head": ("02-masks-heads.qmd", "Multi-head attention: $h$ smaller heads"),
-    "embedding": ("03-inputs.qmd", "A lookup, scaled by $\\sqrt{d_\\text{model}}$"),
+    "embedding": ("03-inputs.qmd", "Tokens, then a lookup scaled by $\\sqrt{d_\\text{model}}$"),
     "positions": ("03-inputs.qmd", "Positions: sines and cosines, and why"),
     "feed-forward": ("04-layers.qmd", "Position-wise feed-forward network: equation (2)"),
     "residual": ("04-layers.qmd", "Add & Norm: a residual connection, then LayerNorm"),

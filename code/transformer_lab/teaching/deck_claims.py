@@ -340,7 +340,7 @@ def greedy_and_beam_agree(ctx: Context, n: int = 200) -> tuple[int, int]:
 
 
 @claim("greedy-and-beam-agree", "Greedy and beam search, on a date (notes)", "model",
-       "On our toy task greedy and beam usually agree: on {n} test dates they write the same date {same} times.",
+       "On our toy task greedy and beam search of 4 write the same date on {same} of {n} test dates.",
        rule=lambda v: v["same"] >= 0.9 * v["n"],
        rule_text="greedy and beam 4 write the same date for at least 90% of 200 test dates",
        shown="{same} of {n}")
